@@ -1,0 +1,41 @@
+# The README's commands. `make run` and `make test` set up everything they need on first use
+# and only reinstall when pyproject.toml changes.
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP_RUN := $(VENV)/.installed-run
+STAMP_TEST := $(VENV)/.installed-test
+PIP := $(PY) -m pip install --quiet --disable-pip-version-check
+
+.PHONY: run test lint format bench clean-data
+
+run: $(STAMP_RUN)
+	$(VENV)/bin/hindsight run
+
+test: $(STAMP_TEST)
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+lint: $(STAMP_TEST)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP_TEST)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench: $(STAMP_TEST)
+	$(PY) bench/ingest.py
+
+$(PY):
+	@scripts/ensure_venv.sh $(VENV)
+
+$(STAMP_RUN): pyproject.toml | $(PY)
+	@scripts/ensure_venv.sh $(VENV)
+	$(PIP) -e .
+	@touch $@
+
+$(STAMP_TEST): pyproject.toml $(STAMP_RUN)
+	$(PIP) -e '.[test]'
+	@touch $@
+
+clean-data:
+	rm -rf .hindsight

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ExperiencesConfig(AppConfig):
+    name = "experiences"
+    verbose_name = "Experiences"

@@ -1,0 +1,264 @@
+"""`hindsight run`: one process that owns the embedded services and runs web, worker and beat.
+
+It takes an exclusive lock on the data dir (a second launcher on the same data stops with a
+clear message), starts PostgreSQL and Redis unless DATABASE_URL / REDIS_URL are set, records
+their addresses for other commands, migrates, makes sure an admin and a demo API key exist, and
+supervises gunicorn, a Celery worker and Celery beat. SIGINT / SIGTERM stop everything in order;
+if any child dies, the rest are stopped too (a supervisor above us may restart the whole).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+from hindsight_site import embedded
+from hindsight_site.env import env_int, env_str
+
+STOP_TIMEOUT = 20.0
+
+
+def say(message: str) -> None:
+    print(f"[hindsight] {message}", flush=True)
+
+
+class AlreadyRunning(SystemExit):
+    pass
+
+
+def acquire_lock(directory: Path) -> IO[str]:
+    handle = open(directory / "launcher.lock", "a+")  # noqa: SIM115 - held for the process life
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        owner = handle.read().strip() or "unknown"
+        raise AlreadyRunning(
+            f"hindsight is already running on data dir {directory} (launcher pid {owner}).\n"
+            "Stop it first (Ctrl-C in its terminal, or kill -TERM that pid), or set "
+            "HINDSIGHT_DATA_DIR to run a separate instance."
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
+def port_is_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def wait_for_port(host: str, port: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def read_or_create_secret(path: Path, make) -> tuple[str, bool]:
+    if path.exists():
+        return path.read_text().strip(), False
+    value = make()
+    path.write_text(value)
+    path.chmod(0o600)
+    return value, True
+
+
+def prepare_database(directory: Path) -> tuple[str, str, str]:
+    """Migrate, collect static files, ensure the admin account and the demo key.
+
+    Returns (admin user, admin password or a hint, demo API key).
+    """
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    say("applying migrations")
+    call_command("migrate", interactive=False, verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)
+
+    from django.contrib.auth import get_user_model
+
+    from traces.auth import api_key_lookup
+    from traces.services.api_keys import api_key_create, project_get_or_create
+
+    username = env_str("HINDSIGHT_ADMIN_USER", "admin")
+    configured = os.environ.get("HINDSIGHT_ADMIN_PASSWORD", "").strip()
+    if configured:
+        password = configured
+    else:
+        password, _ = read_or_create_secret(
+            directory / "admin-password", lambda: secrets.token_urlsafe(12)
+        )
+    user_model = get_user_model()
+    user = user_model.objects.filter(username=username).first()
+    if user is None:
+        user = user_model.objects.create_superuser(username=username, email="", password=password)
+        say(f"created the admin account '{username}'")
+    elif configured and not user.check_password(configured):
+        user.set_password(configured)
+        user.save(update_fields=["password"])
+    if not user.check_password(password):
+        password = "(changed in the dashboard since it was generated)"
+
+    demo = project_get_or_create(name="demo")
+    key_file = directory / "demo-api-key"
+    raw = key_file.read_text().strip() if key_file.exists() else ""
+    if not raw or api_key_lookup(raw) is None:
+        raw = api_key_create(
+            project=demo, scopes=["ingest", "recall", "admin"], name="demo (created by hindsight run)"
+        ).raw
+        key_file.write_text(raw)
+        key_file.chmod(0o600)
+
+    from django.db import connections
+
+    connections.close_all()
+    return username, password, raw
+
+
+class Supervisor:
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.children: dict[str, subprocess.Popen[bytes]] = {}
+        self.stopping = False
+
+    def spawn(self, name: str, args: list[str]) -> None:
+        # A new session: Ctrl-C in the terminal reaches only the launcher, which then stops
+        # each child exactly once (a second SIGINT would make Celery's shutdown a cold one).
+        self.children[name] = subprocess.Popen(args, env=self.env, start_new_session=True)
+
+    def request_stop(self, signum: int, _frame) -> None:
+        self.stopping = True
+
+    def watch(self) -> int:
+        while not self.stopping:
+            for name, child in self.children.items():
+                code = child.poll()
+                if code is not None:
+                    say(f"{name} exited with status {code}; stopping everything")
+                    return 1
+            time.sleep(0.3)
+        return 0
+
+    def stop_all(self) -> None:
+        for child in self.children.values():
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        for name, child in self.children.items():
+            try:
+                child.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                say(f"{name} did not stop in {STOP_TIMEOUT:.0f}s; killing it")
+                child.kill()
+                child.wait()
+
+
+def run(args: argparse.Namespace) -> int:
+    directory = embedded.data_dir()
+    os.environ["HINDSIGHT_DATA_DIR"] = str(directory)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hindsight_site.settings")
+    host = env_str("HINDSIGHT_HOST", "127.0.0.1")
+    port = env_int("HINDSIGHT_PORT", 8000, minimum=1)
+    lock = acquire_lock(directory)
+    if not port_is_free(host, port):
+        say(f"port {port} on {host} is in use; set HINDSIGHT_PORT to another port")
+        return 2
+
+    supervisor = Supervisor(env={})
+    signal.signal(signal.SIGINT, supervisor.request_stop)
+    signal.signal(signal.SIGTERM, supervisor.request_stop)
+
+    postgres = redis = None
+    database_url = os.environ.get("DATABASE_URL", "").strip()
+    redis_url = os.environ.get("REDIS_URL", "").strip()
+    code = 1
+    try:
+        if not database_url:
+            say(f"starting embedded PostgreSQL in {directory / 'postgres'}")
+            postgres = embedded.start_postgres(directory, owned=True)
+            database_url = embedded.postgres_url(postgres)
+        if not redis_url:
+            say(f"starting embedded Redis on {embedded.redis_socket(directory)}")
+            redis = embedded.RedisServer(directory)
+            redis.start()
+            redis_url = redis.url
+        embedded.write_record(directory, embedded.ServiceRecord(os.getpid(), database_url, redis_url))
+        os.environ["DATABASE_URL"] = database_url
+        os.environ["REDIS_URL"] = redis_url
+
+        username, password, demo_key = prepare_database(directory)
+        supervisor.env = dict(os.environ)
+        python = sys.executable
+        supervisor.spawn("web", [
+            python, "-m", "gunicorn", "hindsight_site.wsgi:application",
+            "--bind", f"{host}:{port}",
+            "--workers", str(env_int("HINDSIGHT_WEB_WORKERS", 3, minimum=1)),
+            "--graceful-timeout", "10", "--access-logfile", "-",
+            "--control-socket", str(directory / "gunicorn.ctl"),
+        ])  # fmt: skip
+        supervisor.spawn("worker", [
+            python, "-m", "celery", "-A", "hindsight_site", "worker", "--loglevel", "INFO",
+            "--concurrency", str(env_int("HINDSIGHT_WORKER_CONCURRENCY", 2, minimum=1)),
+            "--hostname", f"worker-{os.getpid()}@%h",
+        ])  # fmt: skip
+        if not args.no_beat:
+            supervisor.spawn("beat", [
+                python, "-m", "celery", "-A", "hindsight_site", "beat", "--loglevel", "INFO",
+                "--schedule", str(directory / "celerybeat-schedule"),
+            ])  # fmt: skip
+        if not wait_for_port(host, port, timeout=30) and not supervisor.stopping:
+            say("the web server did not start listening within 30 s")
+            return 1
+        base = f"http://{'localhost' if host in ('127.0.0.1', '0.0.0.0') else host}:{port}"
+        say("ready")
+        say(f"  dashboard  {base}/  (login: {username} / {password})")
+        say(f"  API        {base}/api/v1/   docs: {base}/api/docs")
+        say(f"  demo key   {demo_key}   (project 'demo'; kept in {directory / 'demo-api-key'})")
+        say("  Ctrl-C stops web, worker, beat and the embedded services")
+        code = supervisor.watch()
+    finally:
+        say("stopping")
+        supervisor.stop_all()
+        if redis is not None:
+            redis.stop()
+        if postgres is not None:
+            postgres.stop()
+        embedded.remove_record(directory)
+        lock.close()
+        say("stopped")
+    return code
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="hindsight", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run_parser = sub.add_parser("run", help="run web, worker and beat on the configured services")
+    run_parser.add_argument("--no-beat", action="store_true", help="do not start Celery beat")
+    args = parser.parse_args(argv)
+    sys.exit(run(args))
+
+
+if __name__ == "__main__":
+    main()

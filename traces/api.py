@@ -1,0 +1,109 @@
+"""The trajectory API: ingest (single, batch, streamed) and reads. Handlers are thin shells."""
+
+from datetime import datetime
+
+from django.http import HttpRequest
+from ninja import Query, Router, Schema
+from ninja.responses import Status
+
+from traces import selectors
+from traces.auth import require_scope
+from traces.schemas import (
+    BatchOut,
+    StepsAppendIn,
+    TraceAcceptedOut,
+    TraceBatchIn,
+    TraceCompleteIn,
+    TraceDetailOut,
+    TraceIn,
+    TraceListOut,
+    TraceOpenIn,
+)
+from traces.services import ingest, streaming
+
+router = Router(tags=["traces"])
+
+
+def _accepted(trace) -> TraceAcceptedOut:
+    return TraceAcceptedOut(
+        id=trace.pk,
+        external_id=trace.external_id,
+        review_status=trace.review_status,
+        is_complete=trace.is_complete,
+        step_count=trace.step_count,
+    )
+
+
+@router.post("/traces", response={200: TraceAcceptedOut, 201: TraceAcceptedOut})
+def post_trace(request: HttpRequest, payload: TraceIn):
+    """Store a complete trajectory. The same body again returns the same trace (200)."""
+    key = require_scope(request, "ingest")
+    result = ingest.trace_ingest(project=key.project, payload=payload, api_key=key)
+    return Status(201 if result.created else 200, _accepted(result.trace))
+
+
+@router.post("/traces/batch", response=BatchOut)
+def post_trace_batch(request: HttpRequest, payload: TraceBatchIn):
+    """Store many trajectories; each gets its own result (created, duplicate, conflict, invalid)."""
+    key = require_scope(request, "ingest")
+    results = ingest.trace_ingest_batch(project=key.project, items=payload.traces, api_key=key)
+    return {"results": results}
+
+
+@router.post("/traces/open", response={200: TraceAcceptedOut, 201: TraceAcceptedOut})
+def post_trace_open(request: HttpRequest, payload: TraceOpenIn):
+    """Open a trajectory whose steps will be streamed; idempotent on external_id."""
+    key = require_scope(request, "ingest")
+    result = streaming.trace_open(project=key.project, payload=payload, api_key=key)
+    return Status(201 if result.created else 200, _accepted(result.trace))
+
+
+@router.post("/traces/{trace_id}/steps", response=TraceAcceptedOut)
+def post_trace_steps(request: HttpRequest, trace_id: int, payload: StepsAppendIn):
+    """Append steps in index order; resending a stored step is a no-op."""
+    key = require_scope(request, "ingest")
+    trace = streaming.trace_append_steps(project=key.project, trace_id=trace_id, payload=payload)
+    return _accepted(trace)
+
+
+@router.post("/traces/{trace_id}/complete", response=TraceAcceptedOut)
+def post_trace_complete(request: HttpRequest, trace_id: int, payload: TraceCompleteIn):
+    """Complete a streamed trajectory with its outcome; it is then handed to review."""
+    key = require_scope(request, "ingest")
+    trace = streaming.trace_complete(
+        project=key.project, trace_id=trace_id, payload=payload, api_key=key
+    )
+    return _accepted(trace)
+
+
+class TraceListParams(Schema):
+    agent: str | None = None
+    outcome: str | None = None
+    review_status: str | None = None
+    environment: str | None = None
+    tool: str | None = None
+    task_type: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    q: str | None = None
+    is_complete: bool | None = None
+    cursor: str | None = None
+    limit: int = 50
+
+
+@router.get("/traces", response=TraceListOut)
+def get_traces(request: HttpRequest, params: Query[TraceListParams]):
+    """Traces of the key's project, newest first, with cursor pagination."""
+    key = require_scope(request, "ingest", "admin")
+    filters = selectors.TraceFilters(**params.model_dump(exclude={"cursor", "limit"}))
+    page = selectors.trace_list(
+        projects=[key.project], filters=filters, cursor=params.cursor, limit=max(1, min(params.limit, 200))
+    )
+    return {"items": page.items, "next_cursor": page.next_cursor}
+
+
+@router.get("/traces/{trace_id}", response=TraceDetailOut)
+def get_trace(request: HttpRequest, trace_id: int):
+    """One trace with its steps (and their labels) and its reviews."""
+    key = require_scope(request, "ingest", "admin")
+    return selectors.trace_get(project=key.project, trace_id=trace_id)

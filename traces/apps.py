@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class TracesConfig(AppConfig):
+    name = "traces"
+    verbose_name = "Trajectories"

@@ -1,0 +1,99 @@
+"""API-key authentication and the per-key rate limit for the ninja API."""
+
+import hashlib
+import logging
+import time
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.cache import cache
+from django.http import HttpRequest
+from django.utils import timezone
+from ninja.security import APIKeyHeader, HttpBearer
+from ninja.throttling import BaseThrottle
+
+from traces.errors import PermissionDenied
+from traces.models import ApiKey
+
+logger = logging.getLogger(__name__)
+
+# last_used_at is written at most this often per key, so auth does not write on every request.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def hash_key(raw_key: str) -> str:
+    return hashlib.sha256(raw_key.encode()).hexdigest()
+
+
+def api_key_lookup(raw_key: str) -> ApiKey | None:
+    raw_key = raw_key.strip()
+    if not raw_key:
+        return None
+    key = (
+        ApiKey.objects.select_related("project")
+        .filter(key_hash=hash_key(raw_key), revoked_at__isnull=True)
+        .first()
+    )
+    if key is None:
+        return None
+    now = timezone.now()
+    if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        key.last_used_at = now
+    return key
+
+
+class BearerKey(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
+        return api_key_lookup(token)
+
+
+class HeaderKey(APIKeyHeader):
+    param_name = "X-API-Key"
+
+    def authenticate(self, request: HttpRequest, key: str | None) -> ApiKey | None:
+        return api_key_lookup(key or "")
+
+
+API_KEY_AUTH = [BearerKey(), HeaderKey()]
+
+
+def require_scope(request: HttpRequest, *scopes: str) -> ApiKey:
+    """The request's key if it holds any of `scopes`, else PermissionDenied (403)."""
+    key: ApiKey = request.auth  # type: ignore[attr-defined]
+    if not set(scopes) & set(key.scopes):
+        wanted = " or ".join(f"'{s}'" for s in scopes)
+        raise PermissionDenied(f"this API key lacks the {wanted} scope")
+    return key
+
+
+class ApiKeyRateThrottle(BaseThrottle):
+    """Fixed one-minute window per API key, counted atomically in Redis (INCR).
+
+    If Redis is unreachable the request is allowed: ingest must keep working without Redis.
+    """
+
+    def __init__(self) -> None:
+        self._wait = 0.0
+
+    def allow_request(self, request: HttpRequest) -> bool:
+        limit = settings.HINDSIGHT_RATE_LIMIT_PER_MINUTE
+        key = getattr(request, "auth", None)
+        if not limit or not isinstance(key, ApiKey):
+            return True
+        now = time.time()
+        window = int(now // 60)
+        cache_key = f"ratelimit:{key.pk}:{window}"
+        try:
+            cache.add(cache_key, 0, timeout=120)
+            count = cache.incr(cache_key)
+        except Exception:  # noqa: BLE001 - any Redis failure: fail open, say so in the log
+            logger.warning("rate limit not enforced: Redis unreachable", exc_info=True)
+            return True
+        if count > limit:
+            self._wait = (window + 1) * 60 - now
+            return False
+        return True
+
+    def wait(self) -> float:
+        return self._wait

@@ -1,0 +1,75 @@
+import json
+from collections import Counter
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from traces.services.api_keys import project_get_or_create
+from traces.services.ingest import trace_ingest_batch
+
+CHUNK = 100
+
+
+class Command(BaseCommand):
+    help = "Bulk-load trajectories from a JSONL file (one trajectory per line, as POST /traces)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", type=Path)
+        parser.add_argument("--project", required=True, help="project name (created if needed)")
+        parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    def handle(self, *args, file: Path, project: str, no_progress: bool, **options):
+        if not file.is_file():
+            raise CommandError(f"{file}: no such file")
+        target = project_get_or_create(name=project)
+        counts: Counter[str] = Counter()
+        rejected: list[str] = []
+        total = file.stat().st_size
+        with file.open("rb") as handle, tqdm(
+            total=total, unit="B", unit_scale=True, disable=no_progress, desc="importing"
+        ) as bar:
+            chunk: list[tuple[int, dict]] = []
+            for line_no, line in enumerate(handle, start=1):
+                bar.update(len(line))
+                if not line.strip():
+                    continue
+                try:
+                    item = json.loads(line)
+                except ValueError as error:
+                    counts["rejected"] += 1
+                    rejected.append(f"line {line_no}: not JSON ({error})")
+                    continue
+                if not isinstance(item, dict):
+                    counts["rejected"] += 1
+                    rejected.append(f"line {line_no}: not a JSON object")
+                    continue
+                chunk.append((line_no, item))
+                if len(chunk) >= CHUNK:
+                    self._flush(target, chunk, counts, rejected)
+                    chunk = []
+            self._flush(target, chunk, counts, rejected)
+        self.stdout.write(
+            f"imported {counts['created']}, duplicates {counts['duplicate']}, "
+            f"rejected {counts['rejected'] + counts['invalid'] + counts['conflict']}"
+        )
+        for reason in rejected[:50]:
+            self.stdout.write(f"  rejected {reason}")
+        if len(rejected) > 50:
+            self.stdout.write(f"  … and {len(rejected) - 50} more")
+
+    def _flush(self, project, chunk, counts, rejected) -> None:
+        if not chunk:
+            return
+        results = trace_ingest_batch(project=project, items=[item for _, item in chunk])
+        for (line_no, _), result in zip(chunk, results, strict=True):
+            counts[result["status"]] += 1
+            if result["status"] in ("invalid", "conflict"):
+                rejected.append(f"line {line_no} ({result['external_id']}): {_reason(result)}")
+
+
+def _reason(result: dict) -> str:
+    detail = result.get("detail")
+    if isinstance(detail, list):
+        return "; ".join(f"{'.'.join(str(p) for p in d['loc'])}: {d['msg']}" for d in detail)
+    return str(detail)

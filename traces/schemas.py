@@ -1,0 +1,225 @@
+"""Request and response shapes of the trajectory API."""
+
+from datetime import datetime
+from typing import Any, Literal
+
+from django.conf import settings
+from ninja import Schema
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+StepKind = Literal["user_input", "llm_reasoning", "tool_call", "system", "state_change"]
+Outcome = Literal["success", "failure", "partial", "unknown"]
+TaskType = Literal["query", "operation", "analysis", "other"]
+Name = Field(min_length=1, max_length=200)
+
+
+class StrictIn(Schema):
+    # Unknown fields are refused so a typo ("step" for "steps") is reported, not ignored.
+    model_config = ConfigDict(extra="forbid")
+
+
+class StepContextIn(Schema):
+    model_config = ConfigDict(extra="allow")
+
+    task_goal: str = ""
+    subtask: str = ""
+    latest_user_input: str = ""
+
+
+class StepIn(StrictIn):
+    index: int = Field(ge=0)
+    kind: StepKind
+    agent: str | None = Field(default=None, max_length=200)
+    tool: str = Field(default="", max_length=200)
+    arguments: Any = None
+    # The raw observation (text or JSON); a summary is derived unless observation_summary is given.
+    observation: Any = None
+    observation_summary: str | None = None
+    is_error: bool = False
+    error_type: str = Field(default="", max_length=200)
+    content: str = ""
+    context: StepContextIn | None = None
+    started_at: datetime | None = None
+    duration_ms: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def tool_calls_name_their_tool(self) -> "StepIn":
+        if self.kind == "tool_call" and not self.tool:
+            raise ValueError("a tool_call step needs a 'tool'")
+        return self
+
+
+def _check_unique_indexes(steps: list[StepIn]) -> list[StepIn]:
+    seen: set[int] = set()
+    for step in steps:
+        if step.index in seen:
+            raise ValueError(f"step index {step.index} appears more than once")
+        seen.add(step.index)
+    return steps
+
+
+class TraceHeaderIn(StrictIn):
+    """The fields of a trajectory known when it starts."""
+
+    external_id: str = Name
+    agent: str = Name
+    task: str = Field(min_length=1, max_length=20000)
+    task_type: TaskType = "other"
+    intent: str = Field(default="", max_length=500)
+    environment: list[str] = Field(default_factory=list, max_length=20)
+    session_id: str = Field(default="", max_length=200)
+    user: str = Field(default="", max_length=200)
+    started_at: datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("environment")
+    @classmethod
+    def environment_tags_are_short_words(cls, tags: list[str]) -> list[str]:
+        cleaned = []
+        for tag in tags:
+            tag = tag.strip().lower()
+            if not tag or len(tag) > 100:
+                raise ValueError("environment tags must be 1 to 100 characters")
+            if tag not in cleaned:
+                cleaned.append(tag)
+        return cleaned
+
+
+class TraceIn(TraceHeaderIn):
+    """A complete trajectory in one request."""
+
+    outcome: Outcome = "unknown"
+    ended_at: datetime | None = None
+    feedback: str = ""
+    final_answer: str = ""
+    steps: list[StepIn] = Field(default_factory=list)
+
+    @field_validator("steps")
+    @classmethod
+    def steps_within_limit_and_unique(cls, steps: list[StepIn]) -> list[StepIn]:
+        limit = settings.HINDSIGHT_MAX_STEPS
+        if len(steps) > limit:
+            raise ValueError(f"at most {limit} steps per trajectory; got {len(steps)}")
+        return _check_unique_indexes(steps)
+
+    @model_validator(mode="after")
+    def ends_after_it_starts(self) -> "TraceIn":
+        if self.started_at and self.ended_at and self.ended_at < self.started_at:
+            raise ValueError("ended_at is before started_at")
+        return self
+
+
+class TraceOpenIn(TraceHeaderIn):
+    """Opens a trajectory that will be streamed step by step."""
+
+
+class StepsAppendIn(StrictIn):
+    steps: list[StepIn] = Field(min_length=1)
+
+    @field_validator("steps")
+    @classmethod
+    def unique_indexes(cls, steps: list[StepIn]) -> list[StepIn]:
+        return _check_unique_indexes(steps)
+
+
+class TraceCompleteIn(StrictIn):
+    outcome: Outcome
+    ended_at: datetime | None = None
+    feedback: str = ""
+    final_answer: str = ""
+
+
+class TraceBatchIn(Schema):
+    # Items are validated one by one in the service, so one bad item does not fail the others.
+    traces: list[dict[str, Any]] = Field(min_length=1)
+
+    @field_validator("traces")
+    @classmethod
+    def within_batch_limit(cls, traces: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        limit = settings.HINDSIGHT_MAX_BATCH
+        if len(traces) > limit:
+            raise ValueError(f"at most {limit} trajectories per batch; got {len(traces)}")
+        return traces
+
+
+# ---------------------------------------------------------------------------- responses
+
+
+class TraceAcceptedOut(Schema):
+    id: int
+    external_id: str
+    review_status: str
+    is_complete: bool
+    step_count: int
+
+
+class BatchItemOut(Schema):
+    external_id: str | None
+    status: Literal["created", "duplicate", "conflict", "invalid"]
+    id: int | None = None
+    detail: Any = None
+
+
+class BatchOut(Schema):
+    results: list[BatchItemOut]
+
+
+class StepOut(Schema):
+    index: int
+    agent: str
+    kind: str
+    tool: str
+    arguments: Any
+    content: str
+    observation: str
+    observation_raw: str
+    is_observation_truncated: bool
+    is_error: bool
+    error_type: str
+    started_at: datetime | None
+    duration_ms: int | None
+    context: dict[str, Any]
+    label: str
+    label_source: str
+    label_reason: str
+    label_confidence: float | None
+    labelled_at: datetime | None
+    label_version: int
+
+
+class TraceSummaryOut(Schema):
+    id: int
+    external_id: str
+    agent: str
+    session_id: str
+    user: str = Field(alias="user_ref")
+    task: str
+    task_type: str
+    intent: str
+    environment: list[str]
+    tools: list[str]
+    outcome: str
+    feedback: str
+    final_answer: str
+    started_at: datetime | None
+    ended_at: datetime | None
+    duration_ms: int | None
+    is_complete: bool
+    completed_at: datetime | None
+    review_status: str
+    review_status_reason: str
+    step_count: int
+    tool_call_count: int
+    error_count: int
+    metadata: dict[str, Any]
+    created_at: datetime
+
+
+class TraceDetailOut(TraceSummaryOut):
+    steps: list[StepOut]
+    reviews: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class TraceListOut(Schema):
+    items: list[TraceSummaryOut]
+    next_cursor: str | None

@@ -1,0 +1,1 @@
+"""Writes: one module per subdomain (ingest, streaming, api keys, audit, review hand-over)."""

@@ -1,0 +1,274 @@
+"""Storing complete trajectories: one transaction per trajectory, idempotent on external_id."""
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from pydantic import ValidationError
+
+from traces.errors import Conflict
+from traces.models import ApiKey, AuditEvent, Project, Step, Trace
+from traces.observations import as_text, cap, summarize
+from traces.schemas import StepIn, TraceHeaderIn, TraceIn
+from traces.services.audit import audit_event
+from traces.services.review_queue import review_enqueue
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    trace: Trace
+    created: bool
+
+
+def content_hash(data: Any) -> str:
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def step_build(*, trace: Trace, step: StepIn) -> Step:
+    raw_text = as_text(step.observation)
+    raw, truncated = cap(raw_text, limit=settings.HINDSIGHT_OBSERVATION_RAW_CAP)
+    if step.observation_summary is not None:
+        summary = step.observation_summary
+    else:
+        summary = summarize(raw_text, chars=settings.HINDSIGHT_OBSERVATION_SUMMARY_CHARS)
+    return Step(
+        trace=trace,
+        index=step.index,
+        agent=step.agent or trace.agent,
+        kind=step.kind,
+        tool=step.tool,
+        arguments=step.arguments if step.arguments is not None else {},
+        content=step.content,
+        observation=summary,
+        observation_raw=raw,
+        is_observation_truncated=truncated,
+        is_error=step.is_error,
+        error_type=step.error_type,
+        started_at=step.started_at,
+        duration_ms=step.duration_ms,
+        context=step.context.model_dump() if step.context is not None else {},
+        content_hash=content_hash(step.model_dump(mode="json")),
+    )
+
+
+def trace_count_steps(trace: Trace, steps: list[Step]) -> None:
+    """Add `steps` to the trace's counters and tool set (steps may arrive in several appends)."""
+    tools = list(trace.tools)
+    for step in steps:
+        trace.step_count += 1
+        if step.kind == Step.Kind.TOOL_CALL:
+            trace.tool_call_count += 1
+        if step.is_error:
+            trace.error_count += 1
+        if step.tool and step.tool not in tools:
+            tools.append(step.tool)
+    trace.tools = tools
+
+
+def trace_set_timing(trace: Trace, steps: list[Step]) -> None:
+    """Fill missing start/end from the steps' own timestamps; duration from the two."""
+    timed = [s for s in steps if s.started_at is not None]
+    if trace.started_at is None and timed:
+        trace.started_at = min(s.started_at for s in timed)  # type: ignore[type-var]
+    if trace.ended_at is None and timed:
+        last = max(timed, key=lambda s: s.started_at)  # type: ignore[arg-type,return-value]
+        trace.ended_at = last.started_at + timedelta(milliseconds=last.duration_ms or 0)  # type: ignore[operator]
+    if trace.started_at and trace.ended_at and trace.ended_at >= trace.started_at:
+        trace.duration_ms = int((trace.ended_at - trace.started_at).total_seconds() * 1000)
+
+
+def trace_build(*, project: Project, payload: TraceHeaderIn, digest: str) -> Trace:
+    return Trace(
+        project=project,
+        external_id=payload.external_id,
+        agent=payload.agent,
+        session_id=payload.session_id,
+        user_ref=payload.user,
+        task=payload.task,
+        task_type=payload.task_type,
+        intent=payload.intent,
+        environment=payload.environment,
+        started_at=payload.started_at,
+        metadata=payload.metadata,
+        content_hash=digest,
+    )
+
+
+def _complete_trace_build(*, project: Project, payload: TraceIn, digest: str) -> tuple[Trace, list[StepIn]]:
+    trace = trace_build(project=project, payload=payload, digest=digest)
+    trace.outcome = payload.outcome
+    trace.ended_at = payload.ended_at
+    trace.feedback = payload.feedback
+    trace.final_answer = payload.final_answer
+    trace.completed_at = timezone.now()
+    return trace, sorted(payload.steps, key=lambda s: s.index)
+
+
+def _existing_result(existing: Trace, digest: str) -> IngestResult:
+    if existing.content_hash != digest:
+        raise Conflict(
+            f"a trace with external_id '{existing.external_id}' already exists with different "
+            "content; use a new external_id for a new trajectory"
+        )
+    return IngestResult(trace=existing, created=False)
+
+
+def _ingest_audit(trace: Trace, api_key: ApiKey | None) -> AuditEvent:
+    return audit_event(
+        action="trace.ingest",
+        object_type="trace",
+        object_id=trace.pk,
+        project=trace.project,
+        api_key=api_key,
+        after={"external_id": trace.external_id, "steps": trace.step_count},
+        save=False,
+    )
+
+
+def trace_ingest(*, project: Project, payload: TraceIn, api_key: ApiKey | None = None) -> IngestResult:
+    """Store one complete trajectory and hand it to review once committed."""
+    digest = content_hash(payload.model_dump(mode="json"))
+    existing = Trace.objects.filter(project=project, external_id=payload.external_id).first()
+    if existing is not None:
+        return _existing_result(existing, digest)
+    trace, step_inputs = _complete_trace_build(project=project, payload=payload, digest=digest)
+    steps = [step_build(trace=trace, step=s) for s in step_inputs]
+    trace_count_steps(trace, steps)
+    trace_set_timing(trace, steps)
+    try:
+        with transaction.atomic():
+            trace.save()
+            Step.objects.bulk_create(steps)
+            if settings.HINDSIGHT_AUDIT_INGEST:
+                _ingest_audit(trace, api_key).save()
+            transaction.on_commit(partial(review_enqueue, trace_ids=[trace.pk]))
+    except IntegrityError:
+        # Two identical requests raced past the lookup; the loser answers like a retry.
+        existing = Trace.objects.filter(project=project, external_id=payload.external_id).first()
+        if existing is None:
+            raise
+        return _existing_result(existing, digest)
+    trace.refresh_from_db(fields=["review_status"])  # set by the hand-over on commit
+    return IngestResult(trace=trace, created=True)
+
+
+# ---------------------------------------------------------------------------- batch
+
+
+def _validation_detail(error: ValidationError) -> list[dict[str, Any]]:
+    return [
+        {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
+        for e in error.errors(include_url=False)
+    ]
+
+
+def trace_ingest_batch(
+    *, project: Project, items: list[dict[str, Any]], api_key: ApiKey | None = None
+) -> list[dict[str, Any]]:
+    """Store many trajectories; every item gets its own result, one bad item fails only itself.
+
+    Fast path: all new, valid items in one transaction with bulk inserts. If that transaction
+    hits a unique-key race, each item is retried on its own (the single-trace path).
+    """
+    results: list[dict[str, Any] | None] = [None] * len(items)
+    accepted: dict[str, tuple[int, TraceIn, str]] = {}
+    for position, raw in enumerate(items):
+        external_id = raw.get("external_id") if isinstance(raw, dict) else None
+        try:
+            payload = TraceIn.model_validate(raw)
+        except ValidationError as error:
+            results[position] = {
+                "external_id": external_id if isinstance(external_id, str) else None,
+                "status": "invalid",
+                "detail": _validation_detail(error),
+            }
+            continue
+        digest = content_hash(payload.model_dump(mode="json"))
+        earlier = accepted.get(payload.external_id)
+        if earlier is not None:
+            same = earlier[2] == digest
+            results[position] = {
+                "external_id": payload.external_id,
+                "status": "duplicate" if same else "conflict",
+                "detail": None if same else "same external_id earlier in this batch with other content",
+            }
+            continue
+        accepted[payload.external_id] = (position, payload, digest)
+
+    existing = {
+        t.external_id: t
+        for t in Trace.objects.filter(project=project, external_id__in=list(accepted))
+    }
+    fresh: list[tuple[int, TraceIn, str]] = []
+    for external_id, (position, payload, digest) in accepted.items():
+        found = existing.get(external_id)
+        if found is None:
+            fresh.append((position, payload, digest))
+        elif found.content_hash == digest:
+            results[position] = {"external_id": external_id, "status": "duplicate", "id": found.pk}
+        else:
+            results[position] = {
+                "external_id": external_id,
+                "status": "conflict",
+                "id": found.pk,
+                "detail": "a trace with this external_id exists with different content",
+            }
+
+    try:
+        created = _bulk_create(project=project, fresh=fresh, api_key=api_key)
+    except IntegrityError:
+        created = {}
+        for position, payload, _ in fresh:
+            try:
+                result = trace_ingest(project=project, payload=payload, api_key=api_key)
+            except Conflict as error:
+                results[position] = {
+                    "external_id": payload.external_id,
+                    "status": "conflict",
+                    "detail": error.detail,
+                }
+                continue
+            created[position] = (result.trace, result.created)
+    for position, (trace, was_created) in created.items():
+        results[position] = {
+            "external_id": trace.external_id,
+            "status": "created" if was_created else "duplicate",
+            "id": trace.pk,
+        }
+    return [r for r in results if r is not None]
+
+
+def _bulk_create(
+    *, project: Project, fresh: list[tuple[int, TraceIn, str]], api_key: ApiKey | None
+) -> dict[int, tuple[Trace, bool]]:
+    if not fresh:
+        return {}
+    traces: list[Trace] = []
+    steps_per_trace: list[list[Step]] = []
+    for _, payload, digest in fresh:
+        trace, step_inputs = _complete_trace_build(project=project, payload=payload, digest=digest)
+        steps = [step_build(trace=trace, step=s) for s in step_inputs]
+        trace_count_steps(trace, steps)
+        trace_set_timing(trace, steps)
+        traces.append(trace)
+        steps_per_trace.append(steps)
+    with transaction.atomic():
+        Trace.objects.bulk_create(traces)  # PostgreSQL returns the new ids
+        all_steps = []
+        for trace, steps in zip(traces, steps_per_trace, strict=True):
+            for step in steps:
+                step.trace = trace  # re-attach now that the trace has its id
+            all_steps.extend(steps)
+        Step.objects.bulk_create(all_steps, batch_size=2000)
+        if settings.HINDSIGHT_AUDIT_INGEST:
+            AuditEvent.objects.bulk_create([_ingest_audit(t, api_key) for t in traces])
+        ids = [t.pk for t in traces]
+        transaction.on_commit(partial(review_enqueue, trace_ids=ids))
+    return {position: (trace, True) for (position, _, _), trace in zip(fresh, traces, strict=True)}

@@ -1,0 +1,84 @@
+"""Handing complete trajectories to the review worker, and recovering when that fails.
+
+A trace is `pending` until its review task has been published to the broker, then `queued`.
+If Redis is down the publish fails, the trace simply stays `pending` and the beat sweep
+(`trace_enqueue_stale`) publishes it later: ingest never fails because of the broker.
+"""
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from traces.models import Trace
+
+logger = logging.getLogger(__name__)
+
+REVIEW_TASK = "traces.review_trace"
+# Queued or reviewing for longer than this means the task was lost (e.g. Redis lost it).
+STUCK_AFTER = timedelta(minutes=15)
+
+
+def review_enqueue(*, trace_ids: list[int]) -> int:
+    """Publish a review task per trace; returns how many were published."""
+    from hindsight_site.celery import app
+
+    published: list[int] = []
+    try:
+        with app.producer_or_acquire() as producer:
+            for trace_id in trace_ids:
+                app.send_task(REVIEW_TASK, args=(trace_id,), producer=producer, retry=False)
+                published.append(trace_id)
+    except Exception:  # noqa: BLE001 - broker down: keep them pending, beat retries
+        logger.warning(
+            "broker unreachable: %d trace(s) stay pending until the next sweep",
+            len(trace_ids) - len(published),
+            exc_info=True,
+        )
+    if published:
+        Trace.objects.filter(
+            pk__in=published, review_status=Trace.ReviewStatus.PENDING
+        ).update(review_status=Trace.ReviewStatus.QUEUED, review_status_at=timezone.now())
+    return len(published)
+
+
+def trace_enqueue_stale(*, limit: int = 1000) -> int:
+    """Publish complete traces never handed over, or whose task was lost."""
+    now = timezone.now()
+    pending_before = now - timedelta(seconds=settings.HINDSIGHT_REENQUEUE_AFTER_SECONDS)
+    stale = (
+        Trace.objects.filter(completed_at__isnull=False)
+        .filter(
+            Q(review_status=Trace.ReviewStatus.PENDING, review_status_at__lt=pending_before)
+            | Q(
+                review_status__in=[Trace.ReviewStatus.QUEUED, Trace.ReviewStatus.REVIEWING],
+                review_status_at__lt=now - STUCK_AFTER,
+            )
+        )
+        .order_by("review_status_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    ids = list(stale)
+    if not ids:
+        return 0
+    # Stuck ones go back to pending first so review_enqueue marks them queued again.
+    Trace.objects.filter(pk__in=ids).update(
+        review_status=Trace.ReviewStatus.PENDING, review_status_at=now
+    )
+    return review_enqueue(trace_ids=ids)
+
+
+def trace_review(*, trace_id: int) -> str:
+    """Interim: the review pipeline is not built yet; say so visibly instead of pretending."""
+    updated = Trace.objects.filter(
+        pk=trace_id,
+        completed_at__isnull=False,
+        review_status__in=[Trace.ReviewStatus.PENDING, Trace.ReviewStatus.QUEUED],
+    ).update(
+        review_status=Trace.ReviewStatus.SKIPPED,
+        review_status_reason="automatic review is not available in this version",
+        review_status_at=timezone.now(),
+    )
+    return "skipped" if updated else "unchanged"
