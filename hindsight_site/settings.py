@@ -2,6 +2,7 @@
 
 import os
 import secrets
+import sys
 from pathlib import Path
 
 from hindsight_site import embedded
@@ -178,3 +179,38 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": HINDSIGHT_SWEEP_INTERVAL_SECONDS,
     },
 }
+
+# ------------------------------------------------------------------ review
+# "auto": the LLM reviewer when OPENAI_BASE_URL is set, else the offline heuristic reviewer.
+HINDSIGHT_REVIEWER = env_str("HINDSIGHT_REVIEWER", "auto")
+OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "")
+OPENAI_API_KEY = env_str("OPENAI_API_KEY", "")
+HINDSIGHT_LLM_MODEL = env_str("HINDSIGHT_LLM_MODEL", "gpt-4o-mini")
+HINDSIGHT_LLM_TIMEOUT = env_float("HINDSIGHT_LLM_TIMEOUT", 60.0, minimum=1.0)
+HINDSIGHT_REVIEW_MAX_RETRIES = env_int("HINDSIGHT_REVIEW_MAX_RETRIES", 4, minimum=0)
+# Full review when a complete trajectory reaches any of these.
+HINDSIGHT_REVIEW_MIN_EVENTS = env_int("HINDSIGHT_REVIEW_MIN_EVENTS", 10, minimum=1)
+HINDSIGHT_REVIEW_MIN_TOOL_CALLS = env_int("HINDSIGHT_REVIEW_MIN_TOOL_CALLS", 5, minimum=1)
+HINDSIGHT_REVIEW_MIN_SECONDS = env_float("HINDSIGHT_REVIEW_MIN_SECONDS", 30.0, minimum=0.0)
+# Local reviews: the same call repeated more than this many times is a loop; the window takes
+# this many steps on each side of the anomaly.
+HINDSIGHT_LOOP_REPEATS = env_int("HINDSIGHT_LOOP_REPEATS", 3, minimum=1)
+HINDSIGHT_LOCAL_WINDOW_STEPS = env_int("HINDSIGHT_LOCAL_WINDOW_STEPS", 2, minimum=0)
+# Compression before review: characters of arguments and observation kept per step.
+HINDSIGHT_COMPRESS_ARGUMENT_CHARS = env_int("HINDSIGHT_COMPRESS_ARGUMENT_CHARS", 50, minimum=10)
+HINDSIGHT_COMPRESS_OBSERVATION_CHARS = env_int(
+    "HINDSIGHT_COMPRESS_OBSERVATION_CHARS", 100, minimum=10
+)
+
+# ------------------------------------------------------------------ embeddings
+# "auto": an OpenAI-compatible endpoint when HINDSIGHT_EMBEDDING_BASE_URL is set, else local.
+HINDSIGHT_EMBEDDER = env_str("HINDSIGHT_EMBEDDER", "auto")
+HINDSIGHT_EMBEDDING_BASE_URL = env_str("HINDSIGHT_EMBEDDING_BASE_URL", "")
+HINDSIGHT_EMBEDDING_API_KEY = env_str("HINDSIGHT_EMBEDDING_API_KEY", OPENAI_API_KEY)
+HINDSIGHT_EMBEDDING_MODEL = env_str("HINDSIGHT_EMBEDDING_MODEL", "all-MiniLM-L6-v2")
+HINDSIGHT_EMBEDDING_DIM = env_int("HINDSIGHT_EMBEDDING_DIM", 384, minimum=1)
+HINDSIGHT_EMBEDDING_BATCH = env_int("HINDSIGHT_EMBEDDING_BATCH", 32, minimum=1)
+# tokenizer.json of all-MiniLM-L6-v2, fetched by `make` (scripts/fetch_tokenizer.py).
+HINDSIGHT_TOKENIZER_PATH = env_str(
+    "HINDSIGHT_TOKENIZER_PATH", str(Path(sys.prefix) / "share" / "hindsight" / "tokenizer.json")
+)

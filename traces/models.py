@@ -127,6 +127,10 @@ class Trace(models.Model):
     )
     review_status_reason = models.TextField(blank=True)
     review_status_at = models.DateTimeField(auto_now_add=True)
+    # A human relabel sets labels_changed_at; re-derivation of the experiences sets
+    # experiences_derived_at. Beat re-derives traces where the first is newer (a lost task).
+    labels_changed_at = models.DateTimeField(null=True, blank=True)
+    experiences_derived_at = models.DateTimeField(null=True, blank=True)
     step_count = models.PositiveIntegerField(default=0)
     tool_call_count = models.PositiveIntegerField(default=0)
     error_count = models.PositiveIntegerField(default=0)
@@ -298,3 +302,61 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.object_type}:{self.object_id}"
+
+
+class Review(models.Model):
+    """One after-the-fact review of a trajectory: a full one, or a local one around an anomaly."""
+
+    class Kind(models.TextChoices):
+        FULL = "full"
+        LOCAL = "local"
+
+    class Reviewer(models.TextChoices):
+        LLM = "llm"
+        HEURISTIC = "heuristic"
+
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="reviews")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    # Why it ran: "long_enough" for a full review; "consecutive_failures", "dissatisfaction" or
+    # "loop" for a local one.
+    trigger = models.CharField(max_length=32)
+    window_start = models.PositiveIntegerField()  # step indexes, inclusive
+    window_end = models.PositiveIntegerField()
+    reviewer = models.CharField(max_length=16, choices=Reviewer.choices)
+    model = models.CharField(max_length=200, blank=True)
+    prompt_version = models.CharField(max_length=32)
+    prompt_chars = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    goal = models.TextField(blank=True)
+    execution_path = models.JSONField(default=list, blank=True)
+    effective_steps = ArrayField(models.PositiveIntegerField(), default=list, blank=True)
+    ineffective_steps = ArrayField(models.PositiveIntegerField(), default=list, blank=True)
+    key_decisions = models.JSONField(default=list, blank=True)
+    improvements = models.JSONField(default=list, blank=True)
+    experience = models.TextField(blank=True)  # the reusable experience, in the second person
+    is_reference_worthy = models.BooleanField(default=False)
+    # The labels this review gave, {index: {label, reason, confidence}}: kept even after humans
+    # relabel, to measure agreement and to show what the machine said.
+    labels = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            # Idempotency: the same review is never applied twice (a redelivered task).
+            models.UniqueConstraint(
+                fields=["trace", "kind", "window_start", "window_end", "prompt_version"],
+                name="traces_review_unique_window",
+            ),
+            models.CheckConstraint(
+                condition=Q(window_end__gte=F("window_start")), name="traces_review_window_order"
+            ),
+            models.CheckConstraint(
+                condition=Q(kind__in=["full", "local"]), name="traces_review_kind_valid"
+            ),
+        ]
+        ordering = ["trace_id", "kind", "window_start"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} review of trace {self.trace_id} [{self.window_start}-{self.window_end}]"

@@ -9,6 +9,7 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -16,7 +17,10 @@ from traces.models import Trace
 
 logger = logging.getLogger(__name__)
 
-REVIEW_TASK = "traces.review_trace"
+# Tasks are sent by name: the pipeline that reviews and distils is wired in hindsight_site,
+# so this app never imports the experiences app.
+REVIEW_TASK = "hindsight.review_trace"
+REDERIVE_TASK = "hindsight.rederive_trace"
 # Queued or reviewing for longer than this means the task was lost (e.g. Redis lost it).
 STUCK_AFTER = timedelta(minutes=15)
 
@@ -82,3 +86,21 @@ def trace_review(*, trace_id: int) -> str:
         review_status_at=timezone.now(),
     )
     return "skipped" if updated else "unchanged"
+
+
+def trace_rederive_enqueue(*, trace_id: int) -> None:
+    """After a human relabel commits: re-derive the trace's experiences from the new labels.
+
+    Call inside the relabel transaction; the task is published only if it commits. If the broker
+    is down the relabel still stands; the next sweep (or review) re-derives.
+    """
+
+    def publish() -> None:
+        from hindsight_site.celery import app
+
+        try:
+            app.send_task(REDERIVE_TASK, args=(trace_id,), retry=False)
+        except Exception:  # noqa: BLE001 - broker down: logged; labels are already saved
+            logger.warning("broker unreachable: re-derivation of trace %s not queued", trace_id)
+
+    transaction.on_commit(publish)

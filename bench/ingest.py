@@ -1,0 +1,396 @@
+"""Ingest throughput through the real site: `hindsight run` as a subprocess, HTTP batch ingest.
+
+    .venv/bin/python bench/ingest.py [--traces 4000] [--batch 25] [--concurrency 4]
+
+Starts the launcher on a fresh data dir and a free port (rate limit off, beat off), waits until it
+is ready, then posts 20-step trajectories to `POST /api/v1/traces/batch` from several client
+threads: a warm-up, then a timed run. The setup is printed first; the LAST line is one JSON
+object with the figures, so scripts can read it with `tail -n 1`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+HINDSIGHT = ROOT / ".venv" / "bin" / "hindsight"
+STEPS_PER_TRACE = 20
+READY_TIMEOUT = 120.0
+
+# ---------------------------------------------------------------------------- payloads
+
+TOOLS = ["shell", "http_get", "read_file", "kubectl", "docker", "sql_query", "web_search"]
+ENVIRONMENTS = [["docker"], ["k8s", "aws"], ["bare-metal"], ["docker", "gcp"], ["k8s"]]
+TASKS = [
+    "Find out why the web container keeps restarting",
+    "The nightly ETL job fails with a timeout; make it pass",
+    "Rotate the TLS certificate of the public ingress",
+    "Why did p95 latency of /checkout double since Monday?",
+    "Migrate the orders table to the new schema without downtime",
+    "Summarise yesterday's failed deployments and their causes",
+]
+SUBTASKS = ["inspect logs", "check config", "reproduce", "apply fix", "verify", "report"]
+USER_INPUTS = [
+    "it started after the last deploy",
+    "no, that's not it, the DB is fine",
+    "please don't restart production during business hours",
+    "ok, try it on staging first",
+]
+ERROR_TYPES = ["Timeout", "ConnectionError", "ExitCode", "HTTP503"]
+LOG_LEVELS = ["INFO", "INFO", "INFO", "DEBUG", "WARN"]
+ERRORS = [
+    "ERROR: connection refused to db:5432",
+    "Traceback (most recent call last): TimeoutError: read timed out",
+    'FATAL: password authentication failed for user "etl"',
+    "HTTP/1.1 503 Service Unavailable",
+    "exit code 137 (OOMKilled)",
+    "permission denied: /var/run/docker.sock",
+]
+
+
+def _arguments(rng: random.Random, tool: str) -> dict[str, Any]:
+    if tool == "shell":
+        since, lines = rng.randint(1, 90), rng.randint(20, 400)
+        return {"cmd": f"journalctl -u app --since -{since}m | tail -n {lines}"}
+    if tool == "http_get":
+        return {
+            "url": f"https://api.internal/v{rng.randint(1, 3)}/health",
+            "params": {"region": f"eu-{rng.randint(1, 4)}"},
+            "headers": {"Accept": "application/json"},
+            "timeout": rng.choice([2, 5, 10]),
+        }
+    if tool == "read_file":
+        return {"path": f"/etc/app/config-{rng.randint(1, 9)}.yaml", "max_bytes": 65536}
+    if tool == "kubectl":
+        return {"args": ["get", "pods", "-n", rng.choice(["web", "etl", "ingress"]), "-o", "wide"]}
+    if tool == "docker":
+        container = rng.choice(["web", "worker", "db"])
+        return {"args": ["logs", container, "--tail", str(rng.randint(50, 500))]}
+    if tool == "sql_query":
+        return {
+            "database": "orders",
+            "query": "SELECT status, count(*) FROM orders "
+            "WHERE created_at > now() - interval '1 day' GROUP BY status",
+            "params": [],
+        }
+    return {"query": rng.choice(TASKS), "top_k": rng.randint(3, 10)}
+
+
+def _log_text(rng: random.Random, chars: int, *, with_errors: bool) -> str:
+    lines: list[str] = []
+    size = 0
+    while size < chars:
+        line = (
+            f"2026-11-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:"
+            f"{rng.randint(0, 59):02d}Z {rng.choice(LOG_LEVELS)} worker[{rng.randint(1, 9999)}] "
+            f"handled request id={rng.getrandbits(48):012x} in {rng.randint(1, 900)}ms"
+        )
+        if with_errors and rng.random() < 0.08:
+            line = rng.choice(ERRORS)
+        lines.append(line)
+        size += len(line) + 1
+    return "\n".join(lines)
+
+
+def _observation(rng: random.Random, tool: str, is_error: bool) -> Any:
+    if tool in ("http_get", "sql_query") and not is_error and rng.random() < 0.6:
+        rows = [
+            {"status": rng.choice(["ok", "pending", "failed"]), "count": rng.randint(0, 5000)}
+            for _ in range(rng.randint(3, 30))
+        ]
+        return {"status": 200, "rows": rows, "elapsed_ms": rng.randint(1, 800)}
+    chars = int(rng.lognormvariate(6.5, 0.7))  # median ≈ 650 chars, a few KB in the tail
+    return _log_text(rng, max(200, min(chars, 6000)), with_errors=is_error or rng.random() < 0.3)
+
+
+def trajectory(rng: random.Random, external_id: str) -> dict[str, Any]:
+    task = rng.choice(TASKS)
+    start = datetime(2026, 11, 1, tzinfo=UTC) + timedelta(seconds=rng.randint(0, 2_000_000))
+    at = start
+    latest_input = rng.choice(USER_INPUTS)
+    steps: list[dict[str, Any]] = []
+    for index in range(STEPS_PER_TRACE):
+        context = {
+            "task_goal": task,
+            "subtask": SUBTASKS[min(index * len(SUBTASKS) // STEPS_PER_TRACE, len(SUBTASKS) - 1)],
+            "latest_user_input": latest_input,
+        }
+        duration = rng.randint(20, 4000)
+        base: dict[str, Any] = {
+            "index": index,
+            "started_at": at.isoformat(),
+            "duration_ms": duration,
+            "context": context,
+        }
+        roll = rng.random()
+        if index == 0 or roll < 0.08:
+            latest_input = task if index == 0 else rng.choice(USER_INPUTS)
+            context["latest_user_input"] = latest_input
+            steps.append({**base, "kind": "user_input", "content": latest_input})
+        elif roll < 0.25:
+            thought = " ".join(rng.choice(["check", "the", "logs", "config", "error", "because",
+                                           "likely", "restart", "pool", "timeout", "DNS", "then"])
+                               for _ in range(rng.randint(20, 80)))  # fmt: skip
+            steps.append({**base, "kind": "llm_reasoning", "content": thought})
+        else:
+            tool = rng.choice(TOOLS)
+            is_error = rng.random() < 0.12
+            step = {
+                **base,
+                "kind": "tool_call",
+                "tool": tool,
+                "arguments": _arguments(rng, tool),
+                "observation": _observation(rng, tool, is_error),
+                "is_error": is_error,
+            }
+            if is_error:
+                step["error_type"] = rng.choice(ERROR_TYPES)
+            steps.append(step)
+        at += timedelta(milliseconds=duration + rng.randint(0, 500))
+    return {
+        "external_id": external_id,
+        "agent": rng.choice(["ops-bot", "etl-agent", "sre-copilot"]),
+        "task": task,
+        "task_type": rng.choice(["operation", "analysis", "query"]),
+        "environment": rng.choice(ENVIRONMENTS),
+        "outcome": rng.choice(["success", "success", "failure", "partial"]),
+        "session_id": f"s-{rng.getrandbits(32):08x}",
+        "started_at": start.isoformat(),
+        "ended_at": at.isoformat(),
+        "final_answer": "Raised the pool size and restarted the worker; errors stopped.",
+        "metadata": {"model": "gpt-x", "run": rng.randint(1, 10_000)},
+        "steps": steps,
+    }
+
+
+def batch_bodies(rng: random.Random, *, prefix: str, traces: int, batch: int) -> list[bytes]:
+    bodies = []
+    for start in range(0, traces, batch):
+        items = [trajectory(rng, f"{prefix}-{n}") for n in range(start, min(start + batch, traces))]
+        bodies.append(json.dumps({"traces": items}).encode())
+    return bodies
+
+
+# ---------------------------------------------------------------------------- the site
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Site:
+    """`hindsight run --no-beat` on a fresh data dir; stopped with SIGTERM."""
+
+    def __init__(self, data_dir: Path, port: int, env: dict[str, str]) -> None:
+        self.data_dir = data_dir
+        self.port = port
+        self.log_path = data_dir.parent / f"{data_dir.name}.log"
+        self.env = {**os.environ, **env, "HINDSIGHT_DATA_DIR": str(data_dir),
+                    "HINDSIGHT_PORT": str(port)}  # fmt: skip
+        for name in ("DATABASE_URL", "REDIS_URL"):
+            self.env.pop(name, None)
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> str:
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [str(HINDSIGHT), "run", "--no-beat"], env=self.env, cwd=ROOT,
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+        deadline = time.monotonic() + READY_TIMEOUT
+        while b"[hindsight] ready" not in self.log_path.read_bytes():
+            if self.process.poll() is not None:
+                raise RuntimeError("the launcher exited:\n" + self.log_tail())
+            if time.monotonic() > deadline:
+                raise RuntimeError("the launcher was not ready in time:\n" + self.log_tail())
+            time.sleep(0.2)
+        return (self.data_dir / "demo-api-key").read_text().strip()
+
+    def log_tail(self) -> str:
+        return self.log_path.read_text(errors="replace")[-3000:]
+
+    def stop(self) -> int | None:
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+# ---------------------------------------------------------------------------- the client
+
+
+@dataclass
+class Tally:
+    latencies_ms: list[float] = field(default_factory=list)
+    created: int = 0
+    errors: int = 0
+    first_error: str = ""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def post_batch(port: int, key: str, body: bytes) -> tuple[int, bytes]:
+    # gunicorn's sync workers close the connection after each response: one connection a request.
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        conn.request(
+            "POST",
+            "/api/v1/traces/batch",
+            body=body,
+            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        )
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def run_load(port: int, key: str, bodies: list[bytes], concurrency: int) -> tuple[Tally, float]:
+    tally = Tally()
+    queue = list(reversed(bodies))
+    queue_lock = threading.Lock()
+
+    def client() -> None:
+        while True:
+            with queue_lock:
+                if not queue:
+                    return
+                body = queue.pop()
+            began = time.perf_counter()
+            try:
+                status, answer = post_batch(port, key, body)
+            except OSError as error:
+                status, answer = 0, str(error).encode()
+            elapsed = (time.perf_counter() - began) * 1000
+            with tally.lock:
+                tally.latencies_ms.append(elapsed)
+                if status != 200:
+                    tally.errors += 1
+                    tally.first_error = tally.first_error or f"HTTP {status}: {answer[:300]!r}"
+                    continue
+                for result in json.loads(answer)["results"]:
+                    if result["status"] == "created":
+                        tally.created += 1
+                    else:
+                        tally.errors += 1
+                        tally.first_error = tally.first_error or json.dumps(result)[:300]
+
+    threads = [threading.Thread(target=client) for _ in range(concurrency)]
+    began = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return tally, time.perf_counter() - began
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+# ---------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--traces", type=int, default=4000, help="trajectories in the timed run")
+    parser.add_argument("--batch", type=int, default=25, help="trajectories per request")
+    parser.add_argument("--concurrency", type=int, default=4, help="client threads")
+    parser.add_argument("--warmup", type=int, default=400, help="trajectories before timing")
+    parser.add_argument("--web-workers", type=int, default=None,
+                        help="HINDSIGHT_WEB_WORKERS for the launcher (its default: 3)")  # fmt: skip
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--keep-data", action="store_true", help="keep the temp data dir")
+    args = parser.parse_args(argv)
+
+    rng = random.Random(args.seed)
+    warmup = batch_bodies(rng, prefix="warm", traces=args.warmup, batch=args.batch)
+    timed = batch_bodies(rng, prefix="run", traces=args.traces, batch=args.batch)
+    payload_bytes = sum(len(b) for b in timed) / max(args.traces, 1)
+
+    env = {"HINDSIGHT_RATE_LIMIT_PER_MINUTE": "0", "HINDSIGHT_LOG_LEVEL": "WARNING"}
+    if args.web_workers is not None:
+        env["HINDSIGHT_WEB_WORKERS"] = str(args.web_workers)
+    web_workers = env.get("HINDSIGHT_WEB_WORKERS") or os.environ.get("HINDSIGHT_WEB_WORKERS", "3")
+
+    data_dir = Path(tempfile.mkdtemp(prefix="hindsight-bench-"))
+    site = Site(data_dir, free_port(), env)
+    print(f"cores              {os.cpu_count()}")
+    print(f"web workers        {web_workers} (gunicorn sync)")
+    celery = os.environ.get("HINDSIGHT_WORKER_CONCURRENCY", "2")
+    print(f"same machine       client, celery worker (concurrency {celery}), PostgreSQL, Redis")
+    print(f"launcher env       {' '.join(f'{k}={v}' for k, v in sorted(env.items()))}")
+    print(f"batch              {args.batch} trajectories x {STEPS_PER_TRACE} steps")
+    print(f"concurrency        {args.concurrency} client threads")
+    print(f"payload            {payload_bytes / 1024:.1f} KiB per trajectory (JSON), "
+          f"{payload_bytes * args.batch / 1024:.0f} KiB per request")  # fmt: skip
+    print(f"timed run          {args.traces} trajectories after {args.warmup} warm-up")
+    print(f"data dir           {data_dir}", flush=True)
+    figures: dict[str, Any] = {"errors": None, "failure": "the run did not complete"}
+    try:
+        figures = measure(site, warmup, timed, args.concurrency)
+    except RuntimeError as error:
+        print(error, file=sys.stderr)
+        figures["failure"] = str(error).splitlines()[0]
+    finally:
+        status = site.stop()
+        print(f"launcher stopped   exit status {status}")
+        if not args.keep_data:
+            shutil.rmtree(data_dir, ignore_errors=True)
+            site.log_path.unlink(missing_ok=True)
+        print(json.dumps(figures), flush=True)
+    return 0 if figures.get("errors") == 0 else 1
+
+
+def measure(
+    site: Site, warmup: list[bytes], timed: list[bytes], concurrency: int
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    key = site.start()
+    print(f"launcher ready in  {time.perf_counter() - started:.1f} s", flush=True)
+    run_load(site.port, key, warmup, concurrency)
+    tally, seconds = run_load(site.port, key, timed, concurrency)
+    if tally.first_error:
+        print(f"first error        {tally.first_error}")
+    steps = tally.created * STEPS_PER_TRACE
+    return {
+        "steps_per_s": round(steps / seconds, 1),
+        "traces_per_s": round(tally.created / seconds, 1),
+        "p50_batch_ms": round(percentile(tally.latencies_ms, 50), 1),
+        "p95_batch_ms": round(percentile(tally.latencies_ms, 95), 1),
+        "total_steps": steps,
+        "seconds": round(seconds, 2),
+        "errors": tally.errors,
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+"""Experience: scene features -> advice, with provenance; failure patterns for warnings."""
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+from django.db.models import Q
+from pgvector.django import HnswIndex, VectorField
+
+from traces.models import Project, Review, Trace
+
+EMBEDDING_DIM = settings.HINDSIGHT_EMBEDDING_DIM
+
+
+class Experience(models.Model):
+    class Polarity(models.TextChoices):
+        SUCCESS = "success"  # a strategy that worked
+        FAILURE = "failure"  # a lesson from what went wrong
+
+    class Status(models.TextChoices):
+        CANDIDATE = "candidate"
+        APPROVED = "approved"
+        PROMOTED = "promoted"
+        ARCHIVED = "archived"
+        REJECTED = "rejected"
+
+    class Source(models.TextChoices):
+        LLM = "llm"
+        HEURISTIC = "heuristic"
+        HUMAN = "human"  # derived from human-corrected labels, or edited by a person
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="experiences")
+    # Scene features: what a recall matches on.
+    task_type = models.CharField(max_length=16, default="other")
+    tools = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    environment = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+    intent = models.CharField(max_length=500, blank=True)
+    agent = models.CharField(max_length=200, blank=True)
+    task = models.TextField(blank=True)  # the task of the source trajectory, for matching
+    # Strategy advice: what a recall injects, in the second person.
+    advice = models.TextField()
+    # The ordered necessary steps it came from: [{"trace_id", "index", "tool", "summary"}].
+    path = models.JSONField(default=list, blank=True)
+    polarity = models.CharField(max_length=8, choices=Polarity.choices)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.CANDIDATE)
+    source = models.CharField(max_length=10, choices=Source.choices)
+    # Scope: empty lists mean "not limited by this"; all empty is global.
+    scope_environments = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+    scope_agents = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    scope_users = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    # Evidence.
+    support_count = models.PositiveIntegerField(default=1)
+    success_count = models.PositiveIntegerField(default=0)
+    failure_count = models.PositiveIntegerField(default=0)
+    upvotes = models.PositiveIntegerField(default=0)
+    downvotes = models.PositiveIntegerField(default=0)
+    last_recalled_at = models.DateTimeField(null=True, blank=True)
+    # The embedding of scene + advice, with the model that made it (a model change is detected).
+    embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
+    embedding_model = models.CharField(max_length=200, blank=True)
+    version = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(polarity__in=["success", "failure"]),
+                name="experiences_experience_polarity_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    status__in=["candidate", "approved", "promoted", "archived", "rejected"]
+                ),
+                name="experiences_experience_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(source__in=["llm", "heuristic", "human"]),
+                name="experiences_experience_source_valid",
+            ),
+        ]
+        indexes = [
+            # The library list and API: a project's experiences, newest first, by status.
+            models.Index(fields=["project", "-id"], name="experiences_exp_proj_id"),
+            models.Index(fields=["project", "status", "-id"], name="experiences_exp_status_id"),
+            # Tool-set overlap and environment filters (`tools && ARRAY[...]`).
+            GinIndex(fields=["tools"], name="experiences_exp_tools_gin"),
+            GinIndex(fields=["environment"], name="experiences_exp_env_gin"),
+            # Vector ranking for recall and dedup (cosine distance).
+            HnswIndex(
+                name="experiences_exp_embed_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.advice[:80]
+
+    @property
+    def is_global(self) -> bool:
+        return not (self.scope_environments or self.scope_agents or self.scope_users)
+
+
+class ExperienceSource(models.Model):
+    """Provenance: which trajectory (and review, and steps) an experience came from."""
+
+    experience = models.ForeignKey(Experience, on_delete=models.CASCADE, related_name="sources")
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="experience_sources")
+    review = models.ForeignKey(Review, null=True, blank=True, on_delete=models.SET_NULL)
+    step_indexes = ArrayField(models.PositiveIntegerField(), default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["experience", "trace"], name="experiences_source_unique_trace"
+            ),
+        ]
+        indexes = [
+            # "The experiences this trajectory produced" (inspector, re-derivation).
+            models.Index(fields=["trace", "experience"], name="experiences_src_trace"),
+        ]
+
+
+class ExperienceVersion(models.Model):
+    """Earlier wordings of an experience; a new row each time advice or scene changes."""
+
+    experience = models.ForeignKey(Experience, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    advice = models.TextField()
+    scene = models.JSONField(default=dict)
+    path = models.JSONField(default=list)
+    source = models.CharField(max_length=10)
+    reason = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["experience", "version"], name="experiences_version_unique"
+            ),
+        ]
+        ordering = ["experience_id", "-version"]
+
+
+class FailurePattern(models.Model):
+    """A recurring way a tool call fails: the raw material for warnings before risky calls."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="failure_patterns"
+    )
+    tool = models.CharField(max_length=200)
+    # The argument keys and value kinds, e.g. {"force": "bool", "path": "path"}.
+    argument_shape = models.JSONField(default=dict)
+    # A normalised error line (numbers, ids and paths replaced), e.g. "permission denied: <path>".
+    error_signature = models.TextField()
+    # sha256 of tool + shape + signature: one pattern per distinct failure.
+    signature_hash = models.CharField(max_length=64)
+    instead = models.TextField(blank=True)  # what to do instead, when the trajectory shows it
+    example_arguments = models.JSONField(default=dict, blank=True)
+    environment = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+    agents = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    occurrences = models.PositiveIntegerField(default=1)
+    # [{"trace_id", "index"}], the most recent first, capped.
+    sources = models.JSONField(default=list, blank=True)
+    first_seen_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "signature_hash"], name="experiences_pattern_unique_signature"
+            ),
+        ]
+        indexes = [
+            # Warnings: the patterns of one tool in a project, most frequent first.
+            models.Index(
+                fields=["project", "tool", "-occurrences"], name="experiences_pat_tool"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool}: {self.error_signature[:60]}"
