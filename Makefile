@@ -4,14 +4,16 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_TEST := $(VENV)/.installed-test
+# Front-end packages (CSS framework, charts) from npm; reinstalled when package.json changes.
+STAMP_NODE := node_modules/.installed
 PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 
 .PHONY: run test lint format bench clean-data
 
-run: $(STAMP_RUN)
+run: $(STAMP_RUN) $(STAMP_NODE)
 	$(VENV)/bin/hindsight run
 
-test: $(STAMP_TEST)
+test: $(STAMP_TEST) $(STAMP_NODE)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 lint: $(STAMP_TEST)
@@ -31,10 +33,15 @@ $(PY):
 $(STAMP_RUN): pyproject.toml | $(PY)
 	@scripts/ensure_venv.sh $(VENV)
 	$(PIP) -e .
+	$(PY) scripts/fetch_tokenizer.py $(VENV)/share/hindsight/tokenizer.json
 	@touch $@
 
 $(STAMP_TEST): pyproject.toml $(STAMP_RUN)
 	$(PIP) -e '.[test]'
+	@touch $@
+
+$(STAMP_NODE): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 clean-data:

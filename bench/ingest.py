@@ -316,6 +316,62 @@ def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
 
 
+# ---------------------------------------------------------------------------- where the CPU goes
+
+
+def _proc_table() -> dict[int, tuple[int, float, str]]:
+    """pid -> (parent pid, CPU seconds so far, command line), from /proc (Linux)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    table = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+            cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue  # exited meanwhile
+        fields = stat[stat.rindex(")") + 2 :].split()
+        table[int(entry.name)] = (
+            int(fields[1]),
+            (int(fields[11]) + int(fields[12])) / ticks,
+            cmdline,
+        )
+    return table
+
+
+def cpu_by_group(site: Site) -> dict[str, float]:
+    """CPU seconds used so far by the launcher's web, worker, Redis, PostgreSQL and this client."""
+    if not Path("/proc/self/stat").exists():
+        return {}
+    table = _proc_table()
+    launcher = site.process.pid if site.process else -1
+    postmaster_flag = f"-D {site.data_dir.resolve() / 'postgres'}"
+    groups: dict[str, float] = {}
+    for pid, (_, seconds, cmdline) in table.items():
+        group = None
+        ancestor: int | None = pid
+        while ancestor and ancestor in table and group is None:
+            parent, _, line = table[ancestor]
+            if ancestor == os.getpid():
+                group = "client"
+            elif postmaster_flag in line:
+                group = "postgres"
+            elif ancestor == launcher:
+                group = "launcher" if pid == launcher else _launcher_child_group(cmdline)
+            ancestor = parent
+        if group:
+            groups[group] = groups.get(group, 0.0) + seconds
+    return groups
+
+
+def _launcher_child_group(cmdline: str) -> str:
+    for needle, group in (("gunicorn", "web"), ("celery", "worker"), ("redis-server", "redis")):
+        if needle in cmdline:
+            return group
+    return "launcher"
+
+
 # ---------------------------------------------------------------------------- main
 
 
@@ -377,9 +433,15 @@ def measure(
     key = site.start()
     print(f"launcher ready in  {time.perf_counter() - started:.1f} s", flush=True)
     run_load(site.port, key, warmup, concurrency)
+    before = cpu_by_group(site)
     tally, seconds = run_load(site.port, key, timed, concurrency)
+    after = cpu_by_group(site)
+    cpu = {group: round(after[group] - before.get(group, 0.0), 1) for group in sorted(after)}
     if tally.first_error:
         print(f"first error        {tally.first_error}")
+    available = (os.cpu_count() or 1) * seconds
+    used = ", ".join(f"{group} {value:.1f}" for group, value in cpu.items())
+    print(f"CPU seconds        {used} (of {available:.1f} available in {seconds:.1f} s)")
     steps = tally.created * STEPS_PER_TRACE
     return {
         "steps_per_s": round(steps / seconds, 1),
@@ -389,6 +451,7 @@ def measure(
         "total_steps": steps,
         "seconds": round(seconds, 2),
         "errors": tally.errors,
+        "cpu_seconds": cpu,
     }
 
 

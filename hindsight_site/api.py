@@ -4,6 +4,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 
+from experiences.api import router as experiences_router
 from traces.api import router as traces_router
 from traces.auth import API_KEY_AUTH, ApiKeyRateThrottle
 from traces.errors import DomainError
@@ -18,6 +19,7 @@ api = NinjaAPI(
     throttle=[ApiKeyRateThrottle()],
 )
 api.add_router("/", traces_router)
+api.add_router("/", experiences_router)
 
 
 @api.exception_handler(DomainError)

@@ -69,6 +69,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # dashboard: the user's projects, the current one and the role (nav, switcher)
+                "traces.context_processors.dashboard",
             ],
         },
     },
@@ -144,7 +146,12 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATIC_ROOT = DATA_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise warns about a missing directory
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    # dashboard: front-end packages installed from npm by `make` (package.json), never committed
+    ("vendor/pico", BASE_DIR / "node_modules" / "@picocss" / "pico" / "css"),
+    ("vendor/chartjs", BASE_DIR / "node_modules" / "chart.js" / "dist"),
+]
 
 LOGGING = {
     "version": 1,
@@ -214,3 +221,9 @@ HINDSIGHT_EMBEDDING_BATCH = env_int("HINDSIGHT_EMBEDDING_BATCH", 32, minimum=1)
 HINDSIGHT_TOKENIZER_PATH = env_str(
     "HINDSIGHT_TOKENIZER_PATH", str(Path(sys.prefix) / "share" / "hindsight" / "tokenizer.json")
 )
+
+# ------------------------------------------------------------------ dashboard
+# A reviewer's claim on a queued trajectory lapses after this many minutes (nothing gets stuck).
+HINDSIGHT_CLAIM_MINUTES = env_int("HINDSIGHT_CLAIM_MINUTES", 30, minimum=1)
+# Machine labels below this confidence send a trajectory up the review queue.
+HINDSIGHT_LOW_CONFIDENCE = env_float("HINDSIGHT_LOW_CONFIDENCE", 0.6, minimum=0.0)

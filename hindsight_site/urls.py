@@ -10,4 +10,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/v1/", api.urls),
     path("api/docs", RedirectView.as_view(url="/api/v1/docs", permanent=False)),
+    # dashboard pages (traces, inspector, queue, stats, audit, settings)
+    path("", include("traces.urls")),
 ]

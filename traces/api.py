@@ -19,6 +19,7 @@ from traces.schemas import (
     TraceListOut,
     TraceOpenIn,
 )
+from traces.review import service as review_service
 from traces.services import ingest, streaming
 
 router = Router(tags=["traces"])
@@ -107,3 +108,10 @@ def get_trace(request: HttpRequest, trace_id: int):
     """One trace with its steps (and their labels) and its reviews."""
     key = require_scope(request, "ingest", "admin")
     return selectors.trace_get(project=key.project, trace_id=trace_id)
+
+
+@router.post("/traces/{trace_id}/review", response=TraceAcceptedOut)
+def post_trace_review(request: HttpRequest, trace_id: int):
+    """Send a failed or skipped trace back to review (e.g. after fixing the LLM endpoint)."""
+    key = require_scope(request, "ingest", "admin")
+    return _accepted(review_service.review_retry(project=key.project, trace_id=trace_id))

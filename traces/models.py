@@ -360,3 +360,49 @@ class Review(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} review of trace {self.trace_id} [{self.window_start}-{self.window_end}]"
+
+
+class ReviewClaim(models.Model):
+    """A reviewer's hold on a trajectory taken from the review queue.
+
+    Open while neither finished nor released; it lapses at `expires_at` (released by the next
+    claim), so a reviewer who walks away never keeps a trajectory from the others.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="review_claims")
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="review_claims")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_claims"
+    )
+    claimed_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    released_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # Two reviewers claiming at the same moment: the database lets only one hold a trace.
+            models.UniqueConstraint(
+                fields=["trace"],
+                condition=Q(finished_at__isnull=True, released_at__isnull=True),
+                name="traces_reviewclaim_one_open",
+            ),
+            models.CheckConstraint(
+                condition=Q(expires_at__gt=F("claimed_at")), name="traces_reviewclaim_expiry_order"
+            ),
+        ]
+        indexes = [
+            # "My open claim" (queue page, inspector bar) and releasing lapsed claims.
+            models.Index(
+                fields=["user", "expires_at"],
+                condition=Q(finished_at__isnull=True, released_at__isnull=True),
+                name="traces_reviewclaim_open_user",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"claim of trace {self.trace_id} by {self.user_id}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.finished_at is None and self.released_at is None

@@ -215,9 +215,39 @@ class TraceSummaryOut(Schema):
     created_at: datetime
 
 
+class ReviewOut(Schema):
+    id: int
+    kind: str
+    trigger: str
+    window_start: int
+    window_end: int
+    reviewer: str
+    is_heuristic: bool
+    model: str
+    prompt_version: str
+    prompt_chars: int
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: int
+    goal: str
+    execution_path: list[Any]
+    effective_steps: list[int]
+    ineffective_steps: list[int]
+    key_decisions: list[Any]
+    improvements: list[Any]
+    experience: str
+    is_reference_worthy: bool
+    labels: dict[str, Any]
+    created_at: datetime
+
+    @staticmethod
+    def resolve_is_heuristic(obj) -> bool:
+        return obj.reviewer == "heuristic"
+
+
 class TraceDetailOut(TraceSummaryOut):
     steps: list[StepOut]
-    reviews: list[dict[str, Any]] = Field(default_factory=list)
+    reviews: list[ReviewOut]
 
 
 class TraceListOut(Schema):

@@ -70,4 +70,4 @@ def test_a_real_worker_picks_up_the_ingested_trace(api, celery_worker):
         return Trace.objects.get(pk=trace_id).review_status not in ("pending", "queued")
 
     wait_until(handled, timeout=20)
-    assert b"traces.review_trace" in celery_worker.log.read_bytes()
+    assert b"hindsight.review_trace" in celery_worker.log.read_bytes()

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from traces.models import Trace
@@ -74,25 +74,33 @@ def trace_enqueue_stale(*, limit: int = 1000) -> int:
     return review_enqueue(trace_ids=ids)
 
 
-def trace_review(*, trace_id: int) -> str:
-    """Interim: the review pipeline is not built yet; say so visibly instead of pretending."""
-    updated = Trace.objects.filter(
-        pk=trace_id,
-        completed_at__isnull=False,
-        review_status__in=[Trace.ReviewStatus.PENDING, Trace.ReviewStatus.QUEUED],
-    ).update(
-        review_status=Trace.ReviewStatus.SKIPPED,
-        review_status_reason="automatic review is not available in this version",
-        review_status_at=timezone.now(),
+
+def trace_rederive_stale(*, limit: int = 500) -> int:
+    """Re-derive traces relabelled more than a sweep ago whose re-derivation never ran."""
+    from hindsight_site.celery import app
+
+    before = timezone.now() - timedelta(seconds=settings.HINDSIGHT_REENQUEUE_AFTER_SECONDS)
+    ids = list(
+        Trace.objects.filter(labels_changed_at__lt=before)
+        .filter(Q(experiences_derived_at__isnull=True) | Q(experiences_derived_at__lt=F("labels_changed_at")))
+        .values_list("pk", flat=True)[:limit]
     )
-    return "skipped" if updated else "unchanged"
+    sent = 0
+    for trace_id in ids:
+        try:
+            app.send_task(REDERIVE_TASK, args=(trace_id,), retry=False)
+            sent += 1
+        except Exception:  # noqa: BLE001 - broker down: the next sweep tries again
+            logger.warning("broker unreachable: re-derivation sweep stopped")
+            break
+    return sent
 
 
 def trace_rederive_enqueue(*, trace_id: int) -> None:
     """After a human relabel commits: re-derive the trace's experiences from the new labels.
 
     Call inside the relabel transaction; the task is published only if it commits. If the broker
-    is down the relabel still stands; the next sweep (or review) re-derives.
+    is down the relabel still stands and `trace_rederive_stale` (beat) re-derives later.
     """
 
     def publish() -> None:

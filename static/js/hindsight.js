@@ -1,0 +1,164 @@
+// hindsight dashboard: small behaviours on top of htmx. No trace content is ever inserted as HTML
+// here: the server renders (and escapes) everything; this file only moves focus and clicks buttons.
+(function () {
+  "use strict";
+
+  // ------------------------------------------------------------------ generic
+  document.addEventListener("change", function (event) {
+    var select = event.target.closest("select[data-autosubmit]");
+    if (select) select.form.requestSubmit();
+  });
+
+  document.addEventListener("click", function (event) {
+    var copy = event.target.closest("[data-copy]");
+    if (copy) {
+      var source = document.querySelector(copy.getAttribute("data-copy"));
+      if (!source) return;
+      var text = source.textContent;
+      var done = function () { copy.textContent = "Copied"; setTimeout(function () { copy.textContent = "Copy"; }, 1500); };
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(text).then(done);
+      } else {
+        var range = document.createRange();
+        range.selectNodeContents(source);
+        var selection = window.getSelection();
+        selection.removeAllRanges();
+        selection.addRange(range);
+        try { document.execCommand("copy"); done(); } catch (e) { /* the text stays selected */ }
+      }
+      return;
+    }
+    var opener = event.target.closest("[data-open-dialog]");
+    if (opener) {
+      var dialog = document.getElementById(opener.getAttribute("data-open-dialog"));
+      if (dialog && !dialog.open) dialog.showModal();
+    }
+  });
+
+  // ------------------------------------------------------------------ inspector
+  var currentIndex = null; // data-index of the current step (survives htmx swaps)
+
+  function steps() { return Array.prototype.slice.call(document.querySelectorAll("li.step")); }
+  function currentStep() {
+    return currentIndex === null ? null : document.querySelector('li.step[data-index="' + currentIndex + '"]');
+  }
+
+  function select(step, options) {
+    if (!step) return;
+    var previous = currentStep();
+    if (previous && previous !== step) previous.classList.remove("is-current");
+    step.classList.add("is-current");
+    currentIndex = step.getAttribute("data-index");
+    if (!options || options.focus !== false) {
+      step.focus({ preventScroll: true });
+      step.scrollIntoView({ block: "nearest" });
+    }
+  }
+
+  function move(delta) {
+    var all = steps();
+    if (!all.length) return;
+    var at = all.indexOf(currentStep());
+    var next = at < 0 ? (delta > 0 ? 0 : all.length - 1) : Math.min(all.length - 1, Math.max(0, at + delta));
+    select(all[next]);
+  }
+
+  function setLabel(key) {
+    var step = currentStep();
+    if (!step) { move(1); step = currentStep(); }
+    if (!step) return;
+    var button = step.querySelector('button[data-key="' + key + '"]');
+    if (button) button.click();
+  }
+
+  function openReason(step) {
+    step = step || currentStep();
+    if (!step) return;
+    var box = step.querySelector(".reason");
+    var toggle = step.querySelector("[data-reason-toggle]");
+    box.hidden = false;
+    if (toggle) toggle.setAttribute("aria-expanded", "true");
+    box.querySelector("input").focus();
+  }
+
+  function closeReason(step) {
+    var box = step.querySelector(".reason");
+    var toggle = step.querySelector("[data-reason-toggle]");
+    box.hidden = true;
+    if (toggle) toggle.setAttribute("aria-expanded", "false");
+    select(step);
+  }
+
+  function saveReason(step) {
+    var chosen = step.querySelector('.label-buttons button[aria-pressed="true"]');
+    if (chosen) { chosen.click(); return; }
+    var hint = step.querySelector(".reason small");
+    if (hint) hint.textContent = "Choose a label first: press a button (or leave with Esc and use 1–4).";
+  }
+
+  function typing(target) {
+    if (!target || !target.tagName) return false;
+    return target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName);
+  }
+
+  function toggleCheatsheet() {
+    var dialog = document.getElementById("shortcuts");
+    if (!dialog) return;
+    if (dialog.open) dialog.close(); else dialog.showModal();
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (!document.querySelector("ol.steps")) return;
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      var finish = document.getElementById("finish-form");
+      if (finish) { event.preventDefault(); finish.requestSubmit(); }
+      return;
+    }
+    var target = event.target;
+    if (typing(target)) {
+      var step = target.closest && target.closest("li.step");
+      if (step && target.name === "reason") {
+        if (event.key === "Escape") { event.preventDefault(); closeReason(step); }
+        else if (event.key === "Enter") { event.preventDefault(); saveReason(step); }
+      }
+      return;
+    }
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    var dialogOpen = document.querySelector("dialog[open]");
+    if (dialogOpen && event.key !== "?") return;
+    switch (event.key) {
+      case "j": event.preventDefault(); move(1); break;
+      case "k": event.preventDefault(); move(-1); break;
+      case "1": case "2": case "3": case "4": event.preventDefault(); setLabel(event.key); break;
+      case "r": event.preventDefault(); openReason(); break;
+      case "?": event.preventDefault(); toggleCheatsheet(); break;
+      default: return;
+    }
+  });
+
+  document.addEventListener("click", function (event) {
+    var toggle = event.target.closest("[data-reason-toggle]");
+    if (toggle) {
+      var owner = toggle.closest("li.step");
+      select(owner, { focus: false });
+      if (owner.querySelector(".reason").hidden) openReason(owner); else closeReason(owner);
+      return;
+    }
+    var step = event.target.closest("li.step");
+    if (step && !event.target.closest("a, summary")) select(step, { focus: !typing(event.target) && !event.target.closest("button") });
+  });
+
+  // A saved label swaps the whole step: keep it current and give it focus back.
+  document.addEventListener("htmx:afterSettle", function () {
+    var step = currentStep();
+    if (step && !step.classList.contains("is-current")) {
+      var lost = !document.activeElement || document.activeElement === document.body;
+      select(step, { focus: lost });
+    }
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var first = location.hash && document.querySelector("li.step" + CSS.escape(location.hash));
+    if (first) select(first); else if (steps().length) select(steps()[0], { focus: false });
+  });
+})();

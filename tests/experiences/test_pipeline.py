@@ -1,0 +1,148 @@
+"""Review -> labels, Review rows, experiences, failure patterns, embeddings (in process)."""
+
+import pytest
+
+from experiences.models import Experience, ExperienceVersion, FailurePattern
+from hindsight_site.pipeline import rederive_trace, review_trace
+from tests.experiences.trajectories import seed_000_body, short_body
+from traces.models import Review, Step, Trace
+from traces.schemas import TraceIn
+from traces.services.ingest import trace_ingest
+
+pytestmark = pytest.mark.django_db
+
+
+def ingest(project, body) -> Trace:
+    return trace_ingest(project=project, payload=TraceIn.model_validate(body)).trace
+
+
+def labels(trace: Trace) -> dict[int, str]:
+    return dict(trace.steps.order_by("index").values_list("index", "label"))
+
+
+def test_offline_review_labels_steps_and_distils_an_embedded_experience(project):
+    trace = ingest(project, seed_000_body())
+    assert review_trace(trace.pk) == "reviewed"
+
+    trace.refresh_from_db()
+    assert trace.review_status == "reviewed"
+    assert "full review (7 tool calls)" in trace.review_status_reason
+    assert "heuristic reviewer" in trace.review_status_reason
+    assert labels(trace) == {0: "necessary", 1: "necessary", 2: "redundant", 3: "redundant",
+                             4: "failed", 5: "necessary", 6: "necessary", 7: "necessary"}  # fmt: skip
+    assert set(trace.steps.values_list("label_source", flat=True)) == {"heuristic"}
+
+    review = Review.objects.get(trace=trace, kind="full")
+    assert review.reviewer == "heuristic" and review.prompt_version == "heuristic-1"
+    assert review.prompt_tokens > 0 and review.prompt_chars > 0
+
+    experience = Experience.objects.get()
+    assert experience.status == "candidate" and experience.polarity == "success"
+    assert experience.source == "heuristic"
+    assert experience.advice.startswith("When you handle a task like")
+    assert (experience.tools, experience.environment) == (trace.tools, ["k8s"])
+    assert [p["index"] for p in experience.path] == [0, 1, 5, 6, 7]
+    assert len(experience.embedding) == 384 and experience.embedding_model == "all-MiniLM-L6-v2"
+    assert experience.sources.get().review == review
+    assert experience.versions.count() == 1
+
+
+def test_failed_steps_become_failure_patterns_with_what_to_do_instead(project):
+    review_trace(ingest(project, seed_000_body()).pk)
+
+    pattern = FailurePattern.objects.get()
+    assert pattern.tool == "kubectl_exec"
+    assert pattern.argument_shape == {"cmd": "string", "pod": "string"}
+    assert "connectionrefused" in pattern.error_signature and "<n>" in pattern.error_signature
+    assert pattern.instead.startswith("use kubectl_logs")
+    assert pattern.occurrences == 1 and pattern.environment == ["k8s"]
+
+
+def test_the_same_failure_in_another_trace_counts_as_another_occurrence(project):
+    review_trace(ingest(project, seed_000_body("a")).pk)
+    review_trace(ingest(project, seed_000_body("b")).pk)
+
+    assert FailurePattern.objects.get().occurrences == 2
+    assert Experience.objects.count() == 2  # merging near-duplicates is the dedup's job
+
+
+def test_a_short_trace_is_skipped_with_the_reason(project):
+    trace = ingest(project, short_body())
+    assert review_trace(trace.pk) == "nothing to do"
+
+    trace.refresh_from_db()
+    assert trace.review_status == "skipped"
+    assert trace.review_status_reason.startswith("too short to review: 1 events, 1 tool calls")
+    assert not Review.objects.exists() and not Experience.objects.exists()
+
+
+def test_a_short_trace_with_an_anomaly_gets_a_local_review(project, settings):
+    settings.HINDSIGHT_LOCAL_WINDOW_STEPS = 0
+    body = short_body()
+    body["outcome"] = "failure"
+    body["steps"] = [
+        {"index": i, "kind": "tool_call", "tool": "db_query", "arguments": {"q": "select 1"},
+         "observation": "ERROR: connection timed out after 5000 ms", "is_error": True}
+        for i in range(2)
+    ]  # fmt: skip
+    trace = ingest(project, body)
+    review_trace(trace.pk)
+
+    review = Review.objects.get(trace=trace)
+    assert (review.kind, review.trigger, review.window_start, review.window_end) == (
+        "local", "consecutive_failures", 0, 1
+    )
+    assert labels(trace) == {0: "failed", 1: "failed"}
+    assert Experience.objects.get().polarity == "failure"
+
+
+def test_reviewing_twice_changes_nothing(project):
+    trace = ingest(project, seed_000_body())
+    review_trace(trace.pk)
+    Trace.objects.filter(pk=trace.pk).update(review_status="queued")  # a redelivered task
+
+    assert review_trace(trace.pk) == "already applied"
+    assert Review.objects.count() == 1 and Experience.objects.count() == 1
+    assert FailurePattern.objects.get().occurrences == 1
+
+
+def test_an_incomplete_trace_is_never_reviewed(project, api):
+    trace_id = api.post("traces/open", {"external_id": "o", "agent": "a", "task": "t"}).json()["id"]
+    assert review_trace(trace_id) == "nothing to do"
+    assert Trace.objects.get(pk=trace_id).review_status == "pending"
+
+
+def test_human_labels_survive_a_machine_review(project):
+    trace = ingest(project, seed_000_body())
+    Step.objects.filter(trace=trace, index=2).update(label="necessary", label_source="human", label_version=1)
+    review_trace(trace.pk)
+
+    step = trace.steps.get(index=2)
+    assert (step.label, step.label_source) == ("necessary", "human")
+
+
+def test_relabel_rederives_the_experience_and_keeps_the_old_version(project):
+    trace = ingest(project, seed_000_body())
+    review_trace(trace.pk)
+    experience = Experience.objects.get()
+    old_advice = experience.advice
+
+    # A reviewer decides the restarts were necessary after all.
+    Step.objects.filter(trace=trace, index__in=[2, 3]).update(label="necessary", label_source="human")
+    assert rederive_trace(trace.pk) == 1
+
+    experience.refresh_from_db()
+    assert experience.version == 2 and experience.source == "human"
+    assert "docker_restart" in experience.advice and "Skip docker_restart" not in experience.advice
+    assert [p["index"] for p in experience.path] == [0, 1, 2, 3, 5, 6, 7]
+    versions = list(ExperienceVersion.objects.filter(experience=experience).values_list("version", "advice"))
+    assert versions == [(2, experience.advice), (1, old_advice)]
+    trace.refresh_from_db()
+    assert trace.experiences_derived_at is not None
+
+
+def test_rederive_without_changes_makes_no_new_version(project):
+    trace = ingest(project, seed_000_body())
+    review_trace(trace.pk)
+    rederive_trace(trace.pk)
+    assert Experience.objects.get().version == 1

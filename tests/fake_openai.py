@@ -1,0 +1,150 @@
+"""A small OpenAI-compatible HTTP server for tests: chat completions with JSON-schema output and
+embeddings, reached through the real `openai` client. Each chat request takes the next scripted
+behaviour ("ok", "500", "429", "timeout", "invalid_json", "wrong_indexes", "missing_steps")."""
+
+import base64
+import hashlib
+import json
+import re
+import struct
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+STEP_MARK = re.compile(r"^\[(\d+)\] (\w+)", re.MULTILINE)
+
+
+def review_answer(prompt: str, *, indexes: list[int] | None = None) -> dict[str, Any]:
+    """A plausible review: errored steps failed, the rest necessary."""
+    steps = [(int(i), kind) for i, kind in STEP_MARK.findall(prompt)]
+    failed = {int(i) for i in re.findall(r"^\[(\d+)\][^\n]*✗", prompt, re.MULTILINE)}
+    chosen = indexes if indexes is not None else [i for i, _ in steps]
+    labels = [
+        {
+            "index": i,
+            "label": "failed" if i in failed else "necessary",
+            "reason": "the call errored" if i in failed else "its result was used",
+            "confidence": 0.9,
+        }
+        for i in chosen
+    ]
+    return {
+        "goal": "Fix the restarting container.",
+        "execution_path": ["read the logs", "raise the memory limit"],
+        "effective_steps": [i for i in chosen if i not in failed],
+        "ineffective_steps": sorted(failed),
+        "key_decisions": ["read the logs before restarting anything"],
+        "improvements": ["skip the blind restart"],
+        "experience": "When you use docker_logs on a restarting container, first look for OOMKilled.",
+        "worth_reference": True,
+        "labels": labels,
+    }
+
+
+def fake_vector(text: str, dimensions: int) -> list[float]:
+    digest = hashlib.sha256(text.encode()).digest()
+    raw = [((digest[i % 32] + i * 7) % 255) / 255 - 0.5 for i in range(dimensions)]
+    norm = sum(v * v for v in raw) ** 0.5
+    return [v / norm for v in raw]
+
+
+class FakeOpenAI:
+    def __init__(self, *, dimensions: int = 384) -> None:
+        self.dimensions = dimensions
+        self.script: deque[str] = deque()
+        self.default = "ok"
+        self.delay = 0.0
+        self.chat_requests: list[dict[str, Any]] = []
+        self.embedding_requests: list[dict[str, Any]] = []
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def start(self) -> "FakeOpenAI":
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def next_behaviour(self) -> str:
+        return self.script.popleft() if self.script else self.default
+
+    def _handler(self):
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout scenario)
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                if self.path.endswith("/embeddings"):
+                    fake.embedding_requests.append(body)
+                    self._embeddings(body)
+                elif self.path.endswith("/chat/completions"):
+                    fake.chat_requests.append(body)
+                    self._chat(body)
+                else:
+                    self._send(404, {"error": {"message": "not found"}})
+
+            def _embeddings(self, body: dict[str, Any]) -> None:
+                texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                data = []
+                for i, text in enumerate(texts):
+                    vector = fake_vector(text, fake.dimensions)
+                    if body.get("encoding_format") == "base64":
+                        packed = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+                        data.append({"object": "embedding", "index": i, "embedding": packed})
+                    else:
+                        data.append({"object": "embedding", "index": i, "embedding": vector})
+                self._send(200, {"object": "list", "data": data, "model": body["model"],
+                                 "usage": {"prompt_tokens": 1, "total_tokens": 1}})  # fmt: skip
+
+            def _chat(self, body: dict[str, Any]) -> None:
+                behaviour = fake.next_behaviour()
+                if fake.delay:
+                    time.sleep(fake.delay)
+                if behaviour == "500":
+                    return self._send(500, {"error": {"message": "upstream exploded"}})
+                if behaviour == "429":
+                    return self._send(429, {"error": {"message": "slow down"}})
+                if behaviour == "timeout":
+                    time.sleep(3)
+                    return self._send(500, {"error": {"message": "too late"}})
+                prompt = body["messages"][-1]["content"]
+                answer = review_answer(prompt)
+                if behaviour == "wrong_indexes":
+                    answer = review_answer(prompt, indexes=[i + 100 for i in range(3)])
+                if behaviour == "missing_steps":
+                    answer["labels"] = answer["labels"][:1]
+                content = json.dumps(answer)
+                if behaviour == "invalid_json":
+                    content = content[: len(content) // 2]
+                self._send(200, {
+                    "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
+                    "model": body["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": content}}],
+                    "usage": {"prompt_tokens": 850, "completion_tokens": 240, "total_tokens": 1090},
+                })  # fmt: skip
+
+        return Handler

@@ -1,0 +1,112 @@
+"""Dashboard forms: list filters parsed from the query string, relabel, settings."""
+
+from datetime import date, datetime, time, timedelta
+
+from django import forms
+from django.utils import timezone
+
+from traces.models import ApiKey, Membership, Step, Trace
+from traces.selectors import TraceFilters
+
+
+def _blank(choices: list[tuple[str, str]], label: str = "any") -> list[tuple[str, str]]:
+    return [("", label), *choices]
+
+
+class TraceFilterForm(forms.Form):
+    q = forms.CharField(required=False, max_length=200, label="Search the task")
+    agent = forms.CharField(required=False, max_length=200)
+    outcome = forms.ChoiceField(required=False, choices=_blank(Trace.Outcome.choices))
+    review_status = forms.ChoiceField(
+        required=False, choices=_blank(Trace.ReviewStatus.choices), label="Review status"
+    )
+    label_source = forms.ChoiceField(
+        required=False,
+        choices=_blank([*Step.LabelSource.choices, ("none", "no labels")]),
+        label="Labels by",
+    )
+    environment = forms.CharField(required=False, max_length=100)
+    tool = forms.CharField(required=False, max_length=200)
+    task_type = forms.ChoiceField(
+        required=False, choices=_blank(Trace.TaskType.choices), label="Task type"
+    )
+    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    until = forms.DateField(
+        required=False, widget=forms.DateInput(attrs={"type": "date"}), label="Until (incl.)"
+    )
+
+    def filters(self) -> TraceFilters:
+        """The valid filters; an invalid field is ignored (and shown as an error by the form)."""
+        self.is_valid()  # cleaned_data then holds the valid fields only
+        data = self.cleaned_data
+        return TraceFilters(
+            agent=data.get("agent") or None,
+            outcome=data.get("outcome") or None,
+            review_status=data.get("review_status") or None,
+            environment=data.get("environment") or None,
+            tool=data.get("tool") or None,
+            task_type=data.get("task_type") or None,
+            since=_day_start(data.get("since")),
+            until=_day_start(data.get("until"), days_after=1),
+            q=data.get("q") or None,
+        )
+
+    def selected_label_source(self) -> str | None:
+        self.is_valid()
+        return self.cleaned_data.get("label_source") or None
+
+    def is_filtered(self) -> bool:
+        self.is_valid()
+        return any(self.cleaned_data.values())
+
+
+def _day_start(day: date | None, *, days_after: int = 0) -> datetime | None:
+    if day is None:
+        return None
+    start = datetime.combine(day, time.min, tzinfo=timezone.get_current_timezone())
+    return start + timedelta(days=days_after)
+
+
+class RelabelForm(forms.Form):
+    label = forms.ChoiceField(choices=Step.Label.choices)
+    reason = forms.CharField(required=False, max_length=2000)
+    version = forms.IntegerField(min_value=0)
+
+
+class AuditFilterForm(forms.Form):
+    action = forms.CharField(required=False, max_length=64)
+    object_type = forms.CharField(required=False, max_length=64, label="Object type")
+    actor = forms.CharField(required=False, max_length=150, label="Who (username)")
+    since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    until = forms.DateField(
+        required=False, widget=forms.DateInput(attrs={"type": "date"}), label="Until (incl.)"
+    )
+
+    def values(self) -> dict:
+        self.is_valid()
+        data = self.cleaned_data
+        return {
+            "action": data.get("action") or None,
+            "object_type": data.get("object_type") or None,
+            "actor": data.get("actor") or None,
+            "since": _day_start(data.get("since")),
+            "until": _day_start(data.get("until"), days_after=1),
+        }
+
+
+class ApiKeyForm(forms.Form):
+    name = forms.CharField(required=False, max_length=100)
+    scopes = forms.MultipleChoiceField(
+        choices=ApiKey.Scope.choices,
+        widget=forms.CheckboxSelectMultiple,
+        initial=[ApiKey.Scope.INGEST, ApiKey.Scope.RECALL],
+    )
+
+
+class MemberAddForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.REVIEWER)
+
+
+class MemberRoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Membership.Role.choices)

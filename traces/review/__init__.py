@@ -1,0 +1,1 @@
+"""After-the-fact review of trajectories: triggers, compression, reviewers, applying results."""

@@ -1,0 +1,215 @@
+"""The review life cycle of one trace: begin (decide), apply (store), fail, retry.
+
+The reviewer itself runs between `review_begin` and `review_apply`, outside any transaction, so
+a slow LLM never holds a row lock. `review_apply` must run inside the caller's transaction
+together with the distillation of experiences: labels, reviews and experiences land together.
+"""
+
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from traces.errors import Conflict, NotFound
+from traces.models import Project, Review, Step, Trace
+from traces.review.compression import compress, estimate_tokens
+from traces.review.reviewers import get_reviewer, reviewer_name
+from traces.review.triggers import full_review_reason, local_windows, skip_reason
+from traces.review.types import ReviewOutcome, ReviewRequest, StepView, TraceView, Window
+from traces.services.review_queue import review_enqueue
+
+ACTIVE = (Trace.ReviewStatus.PENDING, Trace.ReviewStatus.QUEUED, Trace.ReviewStatus.REVIEWING)
+
+
+@dataclass(frozen=True)
+class ReviewPlan:
+    trace_id: int
+    requests: list[ReviewRequest]
+    reason: str  # why these reviews run, shown on the trace
+
+
+def trace_view(trace: Trace) -> TraceView:
+    return TraceView(
+        id=trace.pk,
+        task=trace.task,
+        task_type=trace.task_type,
+        intent=trace.intent,
+        agent=trace.agent,
+        environment=list(trace.environment),
+        outcome=trace.outcome,
+        feedback=trace.feedback,
+        final_answer=trace.final_answer,
+        duration_ms=trace.duration_ms,
+    )
+
+
+def step_view(step: Step) -> StepView:
+    return StepView(
+        index=step.index,
+        kind=step.kind,
+        tool=step.tool,
+        arguments=step.arguments,
+        observation=step.observation,
+        observation_raw=step.observation_raw,
+        is_error=step.is_error,
+        error_type=step.error_type,
+        content=step.content,
+        agent=step.agent,
+        context=step.context,
+    )
+
+
+def review_request(trace: TraceView, steps: list[StepView], window: Window) -> ReviewRequest:
+    in_window = [s for s in steps if window.start <= s.index <= window.end]
+    prompt = compress(trace, in_window, window, total_steps=len(steps))
+    return ReviewRequest(trace=trace, steps=in_window, window=window, prompt=prompt)
+
+
+def review_begin(*, trace_id: int) -> ReviewPlan | None:
+    """Claim the trace for review and decide which reviews run; None when there is nothing to do.
+
+    A trace already `reviewing` is taken again: that is a redelivered task whose worker died.
+    """
+    with transaction.atomic():
+        trace = Trace.objects.select_for_update().filter(pk=trace_id).first()
+        if trace is None or not trace.is_complete or trace.review_status not in ACTIVE:
+            return None
+        steps = [step_view(s) for s in trace.steps.order_by("index")]
+        view = trace_view(trace)
+        windows: list[Window] = []
+        full_reason = full_review_reason(view, steps)
+        if full_reason is not None:
+            windows.append(Window("full", "size", steps[0].index, steps[-1].index))
+        windows.extend(local_windows(steps))
+        if not windows:
+            trace.review_status = Trace.ReviewStatus.SKIPPED
+            trace.review_status_reason = skip_reason(view, steps)
+            trace.review_status_at = timezone.now()
+            trace.save(update_fields=["review_status", "review_status_reason", "review_status_at"])
+            return None
+        trace.review_status = Trace.ReviewStatus.REVIEWING
+        trace.review_status_reason = ""
+        trace.review_status_at = timezone.now()
+        trace.save(update_fields=["review_status", "review_status_reason", "review_status_at"])
+    locals_ = [w for w in windows if w.kind == "local"]
+    parts = [f"full review ({full_reason})"] if full_reason else []
+    if locals_:
+        parts.append(
+            f"{len(locals_)} local review(s): " + ", ".join(w.trigger.replace("_", " ") for w in locals_)
+        )
+    reason = f"{'; '.join(parts)} by the {reviewer_name()} reviewer"
+    return ReviewPlan(
+        trace_id=trace_id,
+        requests=[review_request(view, steps, w) for w in windows],
+        reason=reason,
+    )
+
+
+def review_run(plan: ReviewPlan) -> list[ReviewOutcome]:
+    reviewer = get_reviewer()
+    return [reviewer.review(request) for request in plan.requests]
+
+
+def _labels_to_apply(outcomes: list[ReviewOutcome]) -> dict[int, tuple[ReviewOutcome, object]]:
+    # The full review labels every step; local reviews label their window only where no full
+    # review ran (their own labels stay on their Review record either way).
+    chosen: dict[int, tuple[ReviewOutcome, object]] = {}
+    full = [o for o in outcomes if o.request.window.kind == "full"]
+    for outcome in full or outcomes:
+        for judgement in outcome.template.labels:
+            chosen.setdefault(judgement.index, (outcome, judgement))
+    return chosen
+
+
+def review_apply(*, plan: ReviewPlan, outcomes: list[ReviewOutcome]) -> list[Review]:
+    """Store reviews and machine labels; call inside the caller's transaction.
+
+    Human labels are never overwritten. Returns the new Review rows ([] if another worker
+    already finished this trace).
+    """
+    trace = Trace.objects.select_for_update().get(pk=plan.trace_id)
+    if trace.review_status != Trace.ReviewStatus.REVIEWING:
+        return []
+    reviews = [
+        Review(
+            trace=trace,
+            kind=o.request.window.kind,
+            trigger=o.request.window.trigger,
+            window_start=o.request.window.start,
+            window_end=o.request.window.end,
+            reviewer=o.reviewer,
+            model=o.model,
+            prompt_version=o.prompt_version,
+            prompt_chars=len(o.request.prompt),
+            prompt_tokens=o.prompt_tokens or estimate_tokens(o.request.prompt),
+            completion_tokens=o.completion_tokens,
+            latency_ms=o.latency_ms,
+            goal=o.template.goal,
+            execution_path=o.template.execution_path,
+            effective_steps=o.template.effective_steps,
+            ineffective_steps=o.template.ineffective_steps,
+            key_decisions=o.template.key_decisions,
+            improvements=o.template.improvements,
+            experience=o.template.experience,
+            is_reference_worthy=o.template.worth_reference,
+            labels={
+                str(j.index): {"label": j.label, "reason": j.reason, "confidence": j.confidence}
+                for j in o.template.labels
+            },
+        )
+        for o in outcomes
+    ]
+    # A Review already stored for the same window and prompt version violates the unique
+    # constraint: the whole transaction rolls back and the redelivered task changes nothing.
+    Review.objects.bulk_create(reviews)
+
+    now = timezone.now()
+    chosen = _labels_to_apply(outcomes)
+    steps = list(trace.steps.filter(index__in=list(chosen)).exclude(label_source=Step.LabelSource.HUMAN))
+    for step in steps:
+        outcome, judgement = chosen[step.index]
+        step.label = judgement.label  # type: ignore[attr-defined]
+        step.label_source = outcome.reviewer
+        step.label_reason = judgement.reason  # type: ignore[attr-defined]
+        step.label_confidence = judgement.confidence  # type: ignore[attr-defined]
+        step.labelled_by = None
+        step.labelled_at = now
+        step.label_version += 1
+    Step.objects.bulk_update(
+        steps,
+        ["label", "label_source", "label_reason", "label_confidence", "labelled_by", "labelled_at", "label_version"],
+    )
+    trace.review_status = Trace.ReviewStatus.REVIEWED
+    trace.review_status_reason = plan.reason
+    trace.review_status_at = now
+    trace.save(update_fields=["review_status", "review_status_reason", "review_status_at"])
+    return reviews
+
+
+def review_fail(*, trace_id: int, reason: str) -> None:
+    """Visible failure: the trace says why, and can be retried."""
+    Trace.objects.filter(pk=trace_id, review_status__in=ACTIVE).update(
+        review_status=Trace.ReviewStatus.FAILED,
+        review_status_reason=reason[:2000],
+        review_status_at=timezone.now(),
+    )
+
+
+def review_retry(*, project: Project, trace_id: int) -> Trace:
+    """Send a failed (or skipped) trace back to review."""
+    with transaction.atomic():
+        trace = Trace.objects.select_for_update().filter(project=project, pk=trace_id).first()
+        if trace is None:
+            raise NotFound(f"trace {trace_id} not found")
+        if not trace.is_complete:
+            raise Conflict("the trace is not complete yet")
+        if trace.review_status in ACTIVE:
+            return trace
+        if trace.review_status == Trace.ReviewStatus.REVIEWED:
+            raise Conflict("the trace is already reviewed; relabel its steps instead")
+        trace.review_status = Trace.ReviewStatus.PENDING
+        trace.review_status_reason = "retry requested"
+        trace.review_status_at = timezone.now()
+        trace.save(update_fields=["review_status", "review_status_reason", "review_status_at"])
+        transaction.on_commit(lambda: review_enqueue(trace_ids=[trace.pk]))
+    return trace

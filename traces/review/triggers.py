@@ -1,0 +1,97 @@
+"""When a trajectory is worth reviewing: a full review by size, local reviews around anomalies."""
+
+import json
+import re
+from collections import defaultdict
+
+from django.conf import settings
+
+from traces.review.types import StepView, TraceView, Window
+
+# Dissatisfaction in a user's message: complaints, corrections, repeated requests (EN and ZH).
+_DISSATISFIED = re.compile(
+    r"(\bnot what i (asked|wanted|meant)\b|\bthat'?s (wrong|not (it|right|what))\b|\bwrong\b|"
+    r"\b(doesn'?t|does not|didn'?t|did not|still (doesn'?t|does not)) work\b|\bstill (broken|failing|not)\b|"
+    r"\buseless\b|\bi (already|just) (told|said|asked)\b|\bwhy (did|do|are) you\b|\bstop\b|"
+    r"\bnot helpful\b|\bfrustrat|\bterrible\b|\bawful\b|\byou (forgot|missed|ignored)\b|"
+    r"\bagain\?|\bno,|\bnope\b|\bwtf\b|"
+    r"不对|错了|没用|还是不行|不行|我已经说过|又错|重复|不是我要的)",
+    re.IGNORECASE,
+)
+# Phrases that contain a trigger word but are not complaints.
+_NOT_DISSATISFIED = re.compile(
+    r"(\bno problem\b|\bnot bad\b|\bnothing wrong\b|\bno worries\b|\bworks now\b|"
+    r"\bwhat (went|is) wrong\b|\bwrong (with|in)\b.*\?$)",
+    re.IGNORECASE,
+)
+
+
+def is_dissatisfied(text: str) -> bool:
+    """A small, deliberate detector: a complaint phrase, unless a known benign phrase explains it."""
+    if not text or not _DISSATISFIED.search(text):
+        return False
+    cleaned = _NOT_DISSATISFIED.sub(" ", text)
+    return bool(_DISSATISFIED.search(cleaned))
+
+
+def full_review_reason(trace: TraceView, steps: list[StepView]) -> str | None:
+    """Why a full review runs, or None when the trajectory is too short to be worth it."""
+    tool_calls = sum(1 for s in steps if s.kind == "tool_call")
+    seconds = (trace.duration_ms or 0) / 1000
+    if len(steps) >= settings.HINDSIGHT_REVIEW_MIN_EVENTS:
+        return f"{len(steps)} events"
+    if tool_calls >= settings.HINDSIGHT_REVIEW_MIN_TOOL_CALLS:
+        return f"{tool_calls} tool calls"
+    if seconds >= settings.HINDSIGHT_REVIEW_MIN_SECONDS:
+        return f"{seconds:.0f} s"
+    return None
+
+
+def skip_reason(trace: TraceView, steps: list[StepView]) -> str:
+    tool_calls = sum(1 for s in steps if s.kind == "tool_call")
+    seconds = (trace.duration_ms or 0) / 1000
+    return (
+        f"too short to review: {len(steps)} events, {tool_calls} tool calls, {seconds:.0f} s "
+        f"(a full review needs ≥ {settings.HINDSIGHT_REVIEW_MIN_EVENTS} events, "
+        f"≥ {settings.HINDSIGHT_REVIEW_MIN_TOOL_CALLS} tool calls or "
+        f"≥ {settings.HINDSIGHT_REVIEW_MIN_SECONDS:.0f} s) and no anomaly"
+    )
+
+
+def call_key(step: StepView) -> str:
+    return step.tool + " " + json.dumps(step.arguments, sort_keys=True, default=str)
+
+
+def local_windows(steps: list[StepView]) -> list[Window]:
+    """Windows around anomalies: consecutive failed tool calls, dissatisfaction, loops."""
+    if not steps:
+        return []
+    margin = settings.HINDSIGHT_LOCAL_WINDOW_STEPS
+    first, last = steps[0].index, steps[-1].index
+    found: list[tuple[str, int, int]] = []
+
+    tool_calls = [s for s in steps if s.kind == "tool_call"]
+    for previous, current in zip(tool_calls, tool_calls[1:], strict=False):
+        if previous.is_error and current.is_error:
+            found.append(("consecutive_failures", previous.index - margin, current.index + margin))
+
+    for step in steps:
+        if step.kind == "user_input" and is_dissatisfied(step.content):
+            found.append(("dissatisfaction", step.index - 2 * margin - 1, step.index + margin))
+
+    occurrences: dict[str, list[int]] = defaultdict(list)
+    for step in tool_calls:
+        occurrences[call_key(step)].append(step.index)
+    for indexes in occurrences.values():
+        if len(indexes) > settings.HINDSIGHT_LOOP_REPEATS:
+            found.append(("loop", indexes[0], indexes[-1]))
+
+    windows: list[Window] = []
+    for trigger, start, end in sorted(found, key=lambda f: (f[0], f[1])):
+        start, end = max(first, start), min(last, end)
+        previous_window = windows[-1] if windows else None
+        if previous_window and previous_window.trigger == trigger and start <= previous_window.end:
+            windows[-1] = Window("local", trigger, previous_window.start, max(end, previous_window.end))
+        else:
+            windows.append(Window("local", trigger, start, end))
+    return windows

@@ -1,0 +1,157 @@
+"""Human relabelling of steps: optimistic version check, audit, and re-derivation on commit.
+
+Every write names the label version it saw; a stale version is refused (409), never silently
+overwritten. A committed change marks `Trace.labels_changed_at` and enqueues re-derivation of the
+trace's experiences through the one seam (`trace_rederive_enqueue`), inside the transaction so
+nothing is published for a relabel that rolled back.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from traces.errors import Conflict, InvalidInput, NotFound
+from traces.models import Step, Trace
+from traces.services.audit import audit_event
+from traces.services.review_queue import trace_rederive_enqueue
+
+MACHINE_SOURCES = (Step.LabelSource.LLM, Step.LabelSource.HEURISTIC)
+MAX_REASON_CHARS = 2000
+
+
+class LabelConflict(Conflict):
+    """Someone changed the step since the version the client saw; carries the current step."""
+
+    def __init__(self, step: Step) -> None:
+        by = step.labelled_by.get_username() if step.labelled_by else step.label_source or "nobody"
+        super().__init__(
+            f"step {step.index} was changed meanwhile by {by}: it is now "
+            f"'{step.label or 'unlabelled'}' (version {step.label_version}); nothing was saved"
+        )
+        self.step = step
+
+
+def _label_state(step: Step) -> dict[str, Any]:
+    return {
+        "label": step.label,
+        "source": step.label_source,
+        "reason": step.label_reason,
+        "version": step.label_version,
+    }
+
+
+def _labels_changed(*, trace_id: int, at: datetime) -> None:
+    Trace.objects.filter(pk=trace_id).update(labels_changed_at=at)
+    trace_rederive_enqueue(trace_id=trace_id)
+
+
+def step_relabel(
+    *,
+    trace: Trace,
+    index: int,
+    label: str,
+    reason: str,
+    expected_version: int,
+    user: AbstractBaseUser,
+) -> Step:
+    """Set one step's label as a human decision; LabelConflict when the version is stale."""
+    if label not in Step.Label.values:
+        raise InvalidInput(f"label must be one of {', '.join(Step.Label.values)}")
+    reason = reason.strip()[:MAX_REASON_CHARS]
+    with transaction.atomic():
+        step = (
+            Step.objects.select_for_update(of=("self",))
+            .select_related("labelled_by")
+            .filter(trace=trace, index=index)
+            .first()
+        )
+        if step is None:
+            raise NotFound(f"step {index} of trace {trace.pk} not found")
+        if step.label_version != expected_version:
+            raise LabelConflict(step)
+        unchanged = (step.label, step.label_source, step.label_reason) == (
+            label, Step.LabelSource.HUMAN, reason,
+        )  # fmt: skip
+        if unchanged:
+            return step  # pressing the same key twice is not a new decision
+        before = _label_state(step)
+        now = timezone.now()
+        step.label, step.label_source, step.label_reason = label, Step.LabelSource.HUMAN, reason
+        step.label_confidence = None
+        step.labelled_by, step.labelled_at = user, now  # type: ignore[assignment]
+        step.label_version += 1
+        step.full_clean(validate_constraints=False)
+        step.save(update_fields=[
+            "label", "label_source", "label_reason", "label_confidence", "labelled_by",
+            "labelled_at", "label_version",
+        ])  # fmt: skip
+        audit_event(
+            action="step.relabel",
+            object_type="step",
+            object_id=step.pk,
+            project=trace.project,
+            user=user,
+            before={"trace_id": trace.pk, "index": index, **before},
+            after={"trace_id": trace.pk, "index": index, **_label_state(step)},
+        )
+        _labels_changed(trace_id=trace.pk, at=now)
+    return step
+
+
+@dataclass(frozen=True)
+class AcceptResult:
+    accepted: list[int]  # step indexes now human-confirmed
+    skipped: list[int]  # changed since the reviewer saw them: left as they are
+
+
+def trace_accept_all(
+    *, trace: Trace, seen_versions: dict[int, int], user: AbstractBaseUser
+) -> AcceptResult:
+    """Confirm the machine labels the reviewer saw (`{index: version}`) as human decisions.
+
+    A step whose version moved on since (the machine re-reviewed, or another person relabelled)
+    is skipped and reported, not confirmed unseen.
+    """
+    with transaction.atomic():
+        steps = list(
+            Step.objects.select_for_update()
+            .filter(trace=trace, index__in=list(seen_versions))
+            .only("pk", "index", "label", "label_source", "label_version", "labelled_by_id")
+            .order_by("index")
+        )
+        accepted = [
+            s for s in steps
+            if s.label and s.label_source in MACHINE_SOURCES
+            and seen_versions[s.index] == s.label_version
+        ]  # fmt: skip
+        # The reviewer's own relabels since the page was shown are not "changed by others".
+        skipped = [
+            s.index for s in steps
+            if s not in accepted
+            and not (s.label_source == Step.LabelSource.HUMAN and s.labelled_by_id == user.pk)
+        ]  # fmt: skip
+        if not accepted:
+            return AcceptResult(accepted=[], skipped=skipped)
+        now = timezone.now()
+        Step.objects.filter(pk__in=[s.pk for s in accepted]).update(
+            label_source=Step.LabelSource.HUMAN,
+            labelled_by=user,
+            labelled_at=now,
+            label_version=F("label_version") + 1,
+        )
+        audit_event(
+            action="trace.accept_all",
+            object_type="trace",
+            object_id=trace.pk,
+            project=trace.project,
+            user=user,
+            before={"steps": {s.index: [s.label, s.label_source] for s in accepted}},
+            after={"steps": {s.index: [s.label, "human"] for s in accepted}},
+        )
+        _labels_changed(trace_id=trace.pk, at=now)
+    return AcceptResult(accepted=[s.index for s in accepted], skipped=skipped)

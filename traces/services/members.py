@@ -1,0 +1,79 @@
+"""Project members and their roles, changed by project admins; every change is audited."""
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+
+from traces.errors import Conflict, InvalidInput, NotFound
+from traces.models import Membership, Project
+from traces.services.audit import audit_event
+
+
+def _admins_left(project: Project, *, without: Membership) -> int:
+    return (
+        Membership.objects.filter(project=project, role=Membership.Role.ADMIN)
+        .exclude(pk=without.pk)
+        .count()
+    )
+
+
+def membership_add(
+    *, project: Project, username: str, role: str, actor: AbstractBaseUser
+) -> Membership:
+    user = get_user_model().objects.filter(username=username.strip()).first()
+    if user is None:
+        raise NotFound(f"no user named '{username}'; a superuser creates accounts in /admin/")
+    if role not in Membership.Role.values:
+        raise InvalidInput(f"role must be one of {', '.join(Membership.Role.values)}")
+    try:
+        with transaction.atomic():
+            membership = Membership.objects.create(project=project, user=user, role=role)
+            audit_event(
+                action="member.add", object_type="membership", object_id=membership.pk,
+                project=project, user=actor, after={"user": user.get_username(), "role": role},
+            )  # fmt: skip
+    except IntegrityError:
+        raise Conflict(f"'{username}' is already a member of {project}") from None
+    return membership
+
+
+def membership_set_role(
+    *, membership: Membership, role: str, actor: AbstractBaseUser
+) -> Membership:
+    if role not in Membership.Role.values:
+        raise InvalidInput(f"role must be one of {', '.join(Membership.Role.values)}")
+    if membership.role == role:
+        return membership
+    with transaction.atomic():
+        membership = Membership.objects.select_for_update().get(pk=membership.pk)
+        if membership.role == Membership.Role.ADMIN and not _admins_left(
+            membership.project, without=membership
+        ):
+            raise Conflict("a project keeps at least one admin")
+        before = membership.role
+        membership.role = role
+        membership.save(update_fields=["role"])
+        audit_event(
+            action="member.role", object_type="membership", object_id=membership.pk,
+            project=membership.project, user=actor,
+            before={"user": membership.user.get_username(), "role": before},
+            after={"user": membership.user.get_username(), "role": role},
+        )  # fmt: skip
+    return membership
+
+
+def membership_remove(*, membership: Membership, actor: AbstractBaseUser) -> None:
+    with transaction.atomic():
+        membership = (
+            Membership.objects.select_for_update().select_related("user").get(pk=membership.pk)
+        )
+        if membership.role == Membership.Role.ADMIN and not _admins_left(
+            membership.project, without=membership
+        ):
+            raise Conflict("a project keeps at least one admin")
+        audit_event(
+            action="member.remove", object_type="membership", object_id=membership.pk,
+            project=membership.project, user=actor,
+            before={"user": membership.user.get_username(), "role": membership.role},
+        )  # fmt: skip
+        membership.delete()

@@ -1,0 +1,90 @@
+"""The review queue: a reviewer claims the next trajectory, finishes it, and gets the next one.
+
+One open claim per trajectory is enforced by a partial unique constraint, so two reviewers
+claiming at the same moment never hold the same trajectory; a lapsed claim is released by the
+next claim, so nothing stays stuck behind a reviewer who walked away.
+"""
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from traces.errors import Conflict
+from traces.models import Project, ReviewClaim
+from traces.selectors import claim_open_for, queue_candidates
+from traces.services.audit import audit_event
+from traces.services.labels import AcceptResult, trace_accept_all
+
+CLAIM_ATTEMPTS = 5
+
+
+def claims_release_lapsed(*, project: Project) -> int:
+    return ReviewClaim.objects.filter(
+        project=project, finished_at__isnull=True, released_at__isnull=True,
+        expires_at__lte=timezone.now(),
+    ).update(released_at=timezone.now())  # fmt: skip
+
+
+def claim_next(*, project: Project, user: AbstractBaseUser) -> ReviewClaim | None:
+    """The user's live claim, else a new claim on the most urgent unclaimed trajectory."""
+    current = claim_open_for(user=user, project=project)
+    if current is not None:
+        return current
+    claims_release_lapsed(project=project)
+    for _ in range(CLAIM_ATTEMPTS):
+        trace = queue_candidates(project=project, user=user).only("pk").first()
+        if trace is None:
+            return None
+        now = timezone.now()
+        try:
+            with transaction.atomic():
+                return ReviewClaim.objects.create(
+                    project=project,
+                    trace=trace,
+                    user=user,
+                    expires_at=now + timedelta(minutes=settings.HINDSIGHT_CLAIM_MINUTES),
+                )
+        except IntegrityError:
+            continue  # another reviewer took it a moment ago: try the next one
+    return None
+
+
+def claim_finish(
+    *, claim: ReviewClaim, user: AbstractBaseUser, seen_versions: dict[int, int]
+) -> AcceptResult:
+    """Confirm the remaining machine labels the reviewer saw, and close the claim."""
+    with transaction.atomic():
+        claim = (
+            ReviewClaim.objects.select_for_update()
+            .select_related("trace__project")
+            .get(pk=claim.pk)
+        )
+        if claim.user_id != user.pk:
+            raise Conflict("this claim belongs to another reviewer")
+        taken = ReviewClaim.objects.filter(
+            trace=claim.trace, finished_at__isnull=True, released_at__isnull=True
+        ).exclude(pk=claim.pk)
+        if taken.exists():
+            raise Conflict("your claim lapsed and another reviewer has this trajectory now")
+        result = trace_accept_all(trace=claim.trace, seen_versions=seen_versions, user=user)
+        if claim.finished_at is None:
+            claim.finished_at = timezone.now()
+            claim.save(update_fields=["finished_at"])
+        audit_event(
+            action="queue.finish",
+            object_type="trace",
+            object_id=claim.trace_id,
+            project=claim.project,
+            user=user,
+            after={"accepted": len(result.accepted), "skipped": result.skipped},
+        )
+    return result
+
+
+def claim_release(*, claim: ReviewClaim) -> None:
+    ReviewClaim.objects.filter(
+        pk=claim.pk, released_at__isnull=True, finished_at__isnull=True
+    ).update(released_at=timezone.now())
