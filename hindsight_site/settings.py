@@ -122,7 +122,7 @@ CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 5
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A task not acknowledged within this time is redelivered (a worker killed mid-task).
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": env_int("HINDSIGHT_VISIBILITY_TIMEOUT", 600, minimum=30),
+    "visibility_timeout": env_int("HINDSIGHT_VISIBILITY_TIMEOUT", 600, minimum=1),
     "socket_connect_timeout": 2,
     "socket_timeout": 5,
 }

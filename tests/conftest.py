@@ -16,6 +16,7 @@ from django.conf import settings
 from django.test import Client
 
 from hindsight_site import embedded
+from tests.fake_openai import FakeOpenAI
 from traces.models import ApiKey, Project
 from traces.services.api_keys import api_key_create
 
@@ -196,6 +197,24 @@ class RedisControl:
         import atexit
 
         atexit.register(server.stop)
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def llm_settings(settings, fake_openai):
+    """Point the in-process LLM reviewer at the local OpenAI-compatible server."""
+    settings.OPENAI_BASE_URL = fake_openai.base_url
+    settings.OPENAI_API_KEY = "test-key"
+    settings.HINDSIGHT_LLM_MODEL = "fake-reviewer"
+    settings.HINDSIGHT_LLM_TIMEOUT = 1.0
+    settings.HINDSIGHT_REVIEWER = "auto"
+    return settings
 
 
 __all__ = ["ApiKey", "step", "trajectory", "wait_until"]

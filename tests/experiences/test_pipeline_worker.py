@@ -1,0 +1,86 @@
+"""End to end through a real Celery worker process: HTTP ingest -> review -> experience."""
+
+import json
+import signal
+import urllib.request
+
+import pytest
+
+from experiences.models import Experience
+from tests.conftest import WorkerProcess, wait_until
+from tests.experiences.trajectories import seed_000_body
+from traces.models import Trace
+
+pytestmark = pytest.mark.worker
+
+
+def post_json(url: str, key: str, body: dict) -> dict:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), method="POST",
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )  # fmt: skip
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def status_of(trace_id: int) -> str:
+    return Trace.objects.get(pk=trace_id).review_status
+
+
+def test_an_ingested_trajectory_gets_labels_and_an_experience(live_server, ingest_key, celery_worker):
+    accepted = post_json(f"{live_server.url}/api/v1/traces", ingest_key, seed_000_body())
+
+    wait_until(lambda: status_of(accepted["id"]) == "reviewed", timeout=30)
+    trace = Trace.objects.get(pk=accepted["id"])
+    assert trace.steps.filter(label="").count() == 0
+    experience = Experience.objects.get(sources__trace=trace)
+    assert experience.embedding is not None
+
+
+def llm_env(fake_openai, **extra: str) -> dict[str, str]:
+    return {"OPENAI_BASE_URL": fake_openai.base_url, "OPENAI_API_KEY": "k",
+            "HINDSIGHT_LLM_MODEL": "fake-reviewer", "HINDSIGHT_LLM_TIMEOUT": "5", **extra}  # fmt: skip
+
+
+def test_an_llm_that_keeps_failing_marks_the_trace_failed_and_a_retry_succeeds(
+    live_server, ingest_key, fake_openai, transactional_db, tmp_path
+):
+    fake_openai.default = "500"
+    worker = WorkerProcess(tmp_path / "worker.log", llm_env(fake_openai, HINDSIGHT_REVIEW_MAX_RETRIES="1"))
+    try:
+        trace_id = post_json(f"{live_server.url}/api/v1/traces", ingest_key, seed_000_body())["id"]
+        wait_until(lambda: status_of(trace_id) == "failed", timeout=30)
+        trace = Trace.objects.get(pk=trace_id)
+        assert "after 2 attempt(s)" in trace.review_status_reason
+        assert "500 - upstream exploded" in trace.review_status_reason
+        assert len(fake_openai.chat_requests) == 2
+        assert trace.steps.exclude(label="").count() == 0  # nothing half-applied
+
+        fake_openai.default = "ok"
+        post_json(f"{live_server.url}/api/v1/traces/{trace_id}/review", ingest_key, {})
+        wait_until(lambda: status_of(trace_id) == "reviewed", timeout=30)
+        assert Trace.objects.get(pk=trace_id).reviews.get().reviewer == "llm"
+    finally:
+        worker.stop()
+
+
+def test_a_worker_killed_mid_review_does_not_lose_the_trace(
+    live_server, ingest_key, fake_openai, transactional_db, tmp_path
+):
+    fake_openai.delay = 3.0  # the LLM is slow: the worker is killed while waiting for it
+    env = llm_env(fake_openai, HINDSIGHT_VISIBILITY_TIMEOUT="2")
+    first = WorkerProcess(tmp_path / "first.log", env)
+    trace_id = post_json(f"{live_server.url}/api/v1/traces", ingest_key, seed_000_body())["id"]
+    wait_until(lambda: status_of(trace_id) == "reviewing" and fake_openai.chat_requests, timeout=20)
+    first.process.send_signal(signal.SIGKILL)
+    first.process.wait()
+    assert status_of(trace_id) == "reviewing"
+
+    fake_openai.delay = 0.0
+    second = WorkerProcess(tmp_path / "second.log", env)
+    try:
+        wait_until(lambda: status_of(trace_id) == "reviewed", timeout=40)
+        assert Trace.objects.get(pk=trace_id).reviews.count() == 1
+        assert Experience.objects.filter(sources__trace_id=trace_id).count() == 1
+    finally:
+        second.stop()
