@@ -1,0 +1,66 @@
+"""Re-embedding the library after an embedding model change (detected per vector)."""
+
+from collections.abc import Callable
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+
+from experiences.embeddings import embed_in_batches, get_embedder
+from experiences.models import Experience
+
+HNSW_INDEX = "experiences_exp_embed_hnsw"
+
+
+def embedding_column_dimensions() -> int | None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT atttypmod FROM pg_attribute "
+            "WHERE attrelid = 'experiences_experience'::regclass AND attname = 'embedding'"
+        )
+        row = cursor.fetchone()
+    return row[0] if row and row[0] > 0 else None
+
+
+def embedding_column_resize(dimensions: int) -> None:
+    """Change the vector column's size; every stored vector is dropped (they are recomputed)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        # Deferred foreign-key checks of earlier writes in this transaction would block ALTER.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute(f'DROP INDEX IF EXISTS "{HNSW_INDEX}"')
+        cursor.execute(
+            "ALTER TABLE experiences_experience "
+            f"ALTER COLUMN embedding TYPE vector({int(dimensions)}) USING NULL"
+        )
+        cursor.execute(
+            f'CREATE INDEX "{HNSW_INDEX}" ON experiences_experience '
+            "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+        )
+        cursor.execute("UPDATE experiences_experience SET embedding_model = ''")
+
+
+def experiences_to_reembed(*, everything: bool = False):
+    queryset = Experience.objects.all()
+    if not everything:
+        model = get_embedder().model_name
+        queryset = queryset.filter(Q(embedding__isnull=True) | ~Q(embedding_model=model))
+    return queryset.order_by("pk")
+
+
+def experiences_reembed(*, everything: bool = False, on_progress: Callable[[int], None] | None = None) -> int:
+    """Recompute vectors in batches; returns how many were re-embedded."""
+    model = get_embedder().model_name
+    batch = settings.HINDSIGHT_EMBEDDING_BATCH * 4
+    ids = list(experiences_to_reembed(everything=everything).values_list("pk", flat=True))
+    done = 0
+    for start in range(0, len(ids), batch):
+        rows = list(Experience.objects.filter(pk__in=ids[start : start + batch]).only("pk", "task", "advice"))
+        vectors = embed_in_batches([f"{e.task}\n{e.advice}" for e in rows])
+        for experience, vector in zip(rows, vectors, strict=True):
+            experience.embedding = vector
+            experience.embedding_model = model
+        Experience.objects.bulk_update(rows, ["embedding", "embedding_model"])
+        done += len(rows)
+        if on_progress:
+            on_progress(len(rows))
+    return done

@@ -1,0 +1,80 @@
+"""Local MiniLM vectors, the OpenAI-compatible endpoint, model-change detection and re-embedding."""
+
+from io import StringIO
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+
+from experiences.embeddings import LocalMiniLM, OpenAIEmbedder, get_embedder
+from experiences.models import Experience
+from experiences.services.reembed import (
+    embedding_column_dimensions,
+    embedding_column_resize,
+    experiences_to_reembed,
+)
+from tests.fake_openai import fake_vector
+
+
+@pytest.fixture
+def openai_embeddings(settings, fake_openai):
+    settings.HINDSIGHT_EMBEDDING_BASE_URL = fake_openai.base_url
+    settings.HINDSIGHT_EMBEDDING_MODEL = "fake-embed"
+    get_embedder.cache_clear()
+    yield fake_openai
+    get_embedder.cache_clear()
+
+
+def test_local_vectors_are_normalised_and_similar_texts_are_close():
+    embedder = get_embedder()
+    assert isinstance(embedder, LocalMiniLM)
+    a, b, c = np.array(embedder.embed([
+        "the web container keeps restarting", "restart loop of the web container", "bake a cake",
+    ]))  # fmt: skip
+    assert abs(np.linalg.norm(a) - 1) < 1e-3
+    assert a @ b > 0.6 > a @ c
+
+
+def test_the_openai_compatible_endpoint_is_used_when_configured(openai_embeddings):
+    embedder = get_embedder()
+    assert isinstance(embedder, OpenAIEmbedder)
+    (vector,) = embedder.embed(["hello"])
+
+    assert np.allclose(vector, fake_vector("hello", 384), atol=1e-6)
+    assert openai_embeddings.embedding_requests[0]["model"] == "fake-embed"
+
+
+def _experience(project, **fields) -> Experience:
+    values = {"project": project, "advice": "When you use docker_logs, first grep for OOMKilled.",
+              "task": "web restarts", "polarity": "success", "source": "heuristic",
+              "embedding": fake_vector("old", 384), "embedding_model": "all-MiniLM-L6-v2"}  # fmt: skip
+    values.update(fields)
+    return Experience.objects.create(**values)
+
+
+@pytest.mark.django_db
+def test_reembed_updates_only_vectors_of_another_model(project, openai_embeddings):
+    stale = _experience(project)
+    current = _experience(project, embedding_model="fake-embed")
+    out = StringIO()
+    call_command("reembed", "--no-progress", stdout=out)
+
+    stale.refresh_from_db()
+    current.refresh_from_db()
+    assert "re-embedded 1 experience(s)" in out.getvalue()
+    assert stale.embedding_model == "fake-embed"
+    assert np.allclose(stale.embedding, fake_vector("web restarts\n" + stale.advice, 384), atol=1e-6)
+    assert np.allclose(current.embedding, fake_vector("old", 384), atol=1e-6)
+
+
+@pytest.mark.django_db
+def test_a_dimension_change_resizes_the_column_and_drops_the_old_vectors(project):
+    # Runs in a rolled-back transaction: PostgreSQL's DDL is transactional. (The model field's
+    # size is fixed when settings load, so the re-embedding itself is covered above.)
+    experience = _experience(project)
+    embedding_column_resize(64)
+
+    assert embedding_column_dimensions() == 64
+    experience.refresh_from_db()
+    assert experience.embedding is None and experience.embedding_model == ""
+    assert experiences_to_reembed().filter(pk=experience.pk).exists()
