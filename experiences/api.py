@@ -4,7 +4,19 @@ from django.http import HttpRequest
 from ninja import Query, Router, Schema
 
 from experiences import selectors
-from experiences.schemas import ExperienceDetailOut, ExperienceListOut, FailurePatternListOut
+from experiences.schemas import (
+    ExperienceDetailOut,
+    ExperienceListOut,
+    FailurePatternListOut,
+    RecallFeedbackIn,
+    RecallFeedbackOut,
+    RecallIn,
+    RecallOut,
+    WarningsIn,
+    WarningsOut,
+)
+from experiences.services import recall as recall_service
+from experiences.services.warnings import warnings_for_call
 from traces.auth import require_scope
 
 router = Router(tags=["experiences"])
@@ -49,3 +61,52 @@ def get_failure_patterns(request: HttpRequest, tool: str | None = None, cursor: 
         project=key.project, tool=tool, cursor=cursor, limit=max(1, min(limit, 200))
     )
     return {"items": page.items, "next_cursor": page.next_cursor}
+
+
+@router.post("/recall", response=RecallOut)
+def post_recall(request: HttpRequest, payload: RecallIn):
+    """Experience for a task: rule pre-filter, vector ranking, decay; explained item by item."""
+    key = require_scope(request, "recall")
+    query = recall_service.RecallQuery(**payload.model_dump())
+    result = recall_service.experience_recall(project=key.project, query=query, api_key=key)
+    return {
+        "id": result.log.pk,
+        "items": [
+            {
+                "experience_id": item.experience.pk,
+                "advice": item.experience.advice,
+                "polarity": item.experience.polarity,
+                "status": item.experience.status,
+                "score": item.score,
+                "score_parts": item.score_parts,
+                "environment_match": item.environment_match,
+                "environment": item.experience.environment,
+                "tools": item.experience.tools,
+                "path": item.experience.path,
+            }
+            for item in result.items
+        ],
+        "prompt_block": result.prompt_block,
+        "warnings": result.warnings,
+    }
+
+
+@router.post("/recall/{recall_id}/feedback", response=RecallFeedbackOut)
+def post_recall_feedback(request: HttpRequest, recall_id: int, payload: RecallFeedbackIn):
+    """Which recalled items helped: feeds the experiences' votes and the recall hit rate."""
+    key = require_scope(request, "recall")
+    log = recall_service.recall_feedback(
+        project=key.project, recall_id=recall_id, helpful=payload.helpful, unhelpful=payload.unhelpful
+    )
+    return {"id": log.pk, "helpful": log.helpful, "unhelpful": log.unhelpful}
+
+
+@router.post("/warnings", response=WarningsOut)
+def post_warnings(request: HttpRequest, payload: WarningsIn):
+    """Frequent failure patterns matching a planned tool call, with what to do instead."""
+    key = require_scope(request, "recall")
+    environment = [e.strip().lower() for e in payload.environment if e.strip()]
+    found = warnings_for_call(
+        project=key.project, tool=payload.tool, arguments=payload.arguments, environment=environment
+    )
+    return {"warnings": found}

@@ -5,6 +5,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
 from traces.models import Project, Review, Trace
@@ -55,6 +56,8 @@ class Experience(models.Model):
     upvotes = models.PositiveIntegerField(default=0)
     downvotes = models.PositiveIntegerField(default=0)
     last_recalled_at = models.DateTimeField(null=True, blank=True)
+    # When evidence last arrived (distilled, merged, re-derived): time decay counts from here.
+    evidence_at = models.DateTimeField(default=timezone.now)
     # The embedding of scene + advice, with the model that made it (a model change is detected).
     embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True)
@@ -184,3 +187,26 @@ class FailurePattern(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool}: {self.error_signature[:60]}"
+
+
+class RecallLog(models.Model):
+    """Every recall: what was asked and what was returned, and the agent's feedback on it."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="recalls")
+    api_key = models.ForeignKey(
+        "traces.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    query = models.JSONField(default=dict)
+    # [{"experience_id", "score", "rank"}] in the order returned.
+    returned = models.JSONField(default=list)
+    helpful = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    unhelpful = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    feedback_at = models.DateTimeField(null=True, blank=True)
+    latency_ms = models.FloatField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            # Stats: recalls of a project over time, and the hit rate of those with feedback.
+            models.Index(fields=["project", "-id"], name="experiences_recall_proj_id"),
+        ]

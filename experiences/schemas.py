@@ -1,9 +1,10 @@
 """Shapes of the experience API."""
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from ninja import Schema
+from pydantic import ConfigDict, Field, field_validator
 
 
 class SceneOut(Schema):
@@ -115,3 +116,75 @@ class FailurePatternOut(Schema):
 class FailurePatternListOut(Schema):
     items: list[FailurePatternOut]
     next_cursor: str | None
+
+
+class RecallIn(Schema):
+    task: str = Field(min_length=1, max_length=20000)
+    task_type: Literal["query", "operation", "analysis", "other"] | None = None
+    intent: str | None = Field(default=None, max_length=500)
+    environment: list[str] = Field(default_factory=list, max_length=20)
+    tools: list[str] = Field(default_factory=list, max_length=200)
+    agent: str | None = Field(default=None, max_length=200)
+    user: str | None = Field(default=None, max_length=200)
+    k: int = Field(default=5, ge=1, le=50)
+    include_candidates: bool = False
+    include_warnings: bool = True
+
+    @field_validator("environment")
+    @classmethod
+    def lower_case_tags(cls, tags: list[str]) -> list[str]:
+        return [t.strip().lower() for t in tags if t.strip()]
+
+
+class WarningOut(Schema):
+    pattern_id: int
+    tool: str
+    message: str
+    occurrences: int
+    instead: str
+    similarity: float
+
+
+class RecallItemOut(Schema):
+    experience_id: int
+    advice: str
+    polarity: str
+    status: str
+    score: float
+    score_parts: dict[str, float]
+    environment_match: bool | None
+    environment: list[str]
+    tools: list[str]
+    path: list[Any]
+
+
+class RecallOut(Schema):
+    id: int
+    items: list[RecallItemOut]
+    prompt_block: str
+    warnings: list[WarningOut]
+
+
+class RecallFeedbackIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    helpful: list[int] = Field(default_factory=list)
+    unhelpful: list[int] = Field(default_factory=list)
+
+
+class RecallFeedbackOut(Schema):
+    id: int
+    helpful: list[int]
+    unhelpful: list[int]
+
+
+class WarningsIn(Schema):
+    tool: str = Field(min_length=1, max_length=200)
+    arguments: Any = None
+    task: str | None = None
+    environment: list[str] = Field(default_factory=list, max_length=20)
+    agent: str | None = None
+
+
+class WarningsOut(Schema):
+    warnings: list[WarningOut]

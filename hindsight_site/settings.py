@@ -227,3 +227,19 @@ HINDSIGHT_TOKENIZER_PATH = env_str(
 HINDSIGHT_CLAIM_MINUTES = env_int("HINDSIGHT_CLAIM_MINUTES", 30, minimum=1)
 # Machine labels below this confidence send a trajectory up the review queue.
 HINDSIGHT_LOW_CONFIDENCE = env_float("HINDSIGHT_LOW_CONFIDENCE", 0.6, minimum=0.0)
+
+# ------------------------------------------------------------------ recall and warnings
+HINDSIGHT_RECALL_HALF_LIFE_DAYS = env_float("HINDSIGHT_RECALL_HALF_LIFE_DAYS", 30.0, minimum=0.1)
+# Failure lessons stay relevant longer than success strategies.
+HINDSIGHT_RECALL_FAILURE_HALF_LIFE_DAYS = env_float(
+    "HINDSIGHT_RECALL_FAILURE_HALF_LIFE_DAYS", 90.0, minimum=0.1
+)
+# Score factor for experience from a different environment (flagged, not hidden).
+HINDSIGHT_RECALL_ENV_MISMATCH = env_float("HINDSIGHT_RECALL_ENV_MISMATCH", 0.6, minimum=0.0)
+# Nearest neighbours fetched by the vector index before scoring.
+HINDSIGHT_RECALL_CANDIDATES = env_int("HINDSIGHT_RECALL_CANDIDATES", 40, minimum=1)
+# Items below this cosine similarity are not returned at all.
+HINDSIGHT_RECALL_MIN_SIMILARITY = env_float("HINDSIGHT_RECALL_MIN_SIMILARITY", 0.2, minimum=0.0)
+# Warnings only for patterns seen at least this often, with arguments at least this similar.
+HINDSIGHT_WARN_MIN_OCCURRENCES = env_int("HINDSIGHT_WARN_MIN_OCCURRENCES", 2, minimum=1)
+HINDSIGHT_WARN_MIN_SIMILARITY = env_float("HINDSIGHT_WARN_MIN_SIMILARITY", 0.5, minimum=0.0)

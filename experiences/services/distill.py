@@ -6,7 +6,6 @@ the transaction that stores labels, reviews and experiences stays short.
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,8 +14,9 @@ from django.utils import timezone
 
 from experiences.embeddings import embed_in_batches, get_embedder
 from experiences.models import Experience, ExperienceSource, ExperienceVersion, FailurePattern
+from experiences.services.patterns import argument_shape, error_signature
 from traces.models import Review, Step, Trace
-from traces.observations import as_text, signal_lines
+from traces.observations import as_text
 from traces.review.heuristic import build_template
 from traces.review.service import review_request, step_view, trace_view
 from traces.review.types import ReviewOutcome, StepJudgement, StepView, TraceView, Window
@@ -86,49 +86,6 @@ def experience_draft(
         step_indexes=[s.index for s in steps if labels.get(s.index) == "necessary"],
         embed_text=f"{trace.task}\n{advice}",
     )
-
-
-_NUMBER = re.compile(r"\b\d+(\.\d+)?\b")
-_HEX = re.compile(r"\b[0-9a-f]{8,}\b")
-_PATH = re.compile(r"(/[\w.-]+){2,}")
-_QUOTED = re.compile(r"(['\"]).*?\1")
-
-
-def error_signature(step: StepView) -> str:
-    """The error, with the run-specific parts (numbers, ids, paths, quoted values) blanked."""
-    observation = step.observation_raw or step.observation
-    lines = signal_lines(observation) or [line for line in observation.splitlines() if line.strip()][:1]
-    text = (step.error_type + ": " if step.error_type else "") + (lines[0] if lines else "")
-    text = _QUOTED.sub("<s>", text.lower())
-    text = _PATH.sub("<path>", text)
-    text = _HEX.sub("<id>", text)
-    text = _NUMBER.sub("<n>", text)
-    return " ".join(text.split())[:300] or "error"
-
-
-def _kind_of(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, dict):
-        return "object"
-    text = str(value)
-    if text.startswith(("http://", "https://")):
-        return "url"
-    if text.startswith(("/", "./", "~")):
-        return "path"
-    return "string"
-
-
-def argument_shape(arguments: Any) -> dict[str, str]:
-    if isinstance(arguments, dict):
-        return {str(k): _kind_of(v) for k, v in sorted(arguments.items())}
-    return {"_": _kind_of(arguments)} if arguments not in (None, "") else {}
 
 
 def pattern_drafts(*, trace: TraceView, steps: list[StepView], labels: dict[int, str]) -> list[PatternDraft]:

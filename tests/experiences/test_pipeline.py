@@ -146,3 +146,20 @@ def test_rederive_without_changes_makes_no_new_version(project):
     review_trace(trace.pk)
     rederive_trace(trace.pk)
     assert Experience.objects.get().version == 1
+
+
+def test_a_trajectory_not_worth_referencing_leaves_only_labels(project):
+    body = short_body("nothing-to-learn")
+    body["outcome"] = "unknown"
+    body["steps"] = [
+        {"index": i, "kind": "tool_call", "tool": "ping", "arguments": {"n": i}, "observation": "pong"}
+        for i in range(6)
+    ]  # fmt: skip
+    trace = ingest(project, body)
+    review_trace(trace.pk)
+
+    trace.refresh_from_db()
+    assert trace.review_status == "reviewed"
+    assert trace.steps.exclude(label="").count() == 6
+    assert not Review.objects.get(trace=trace).is_reference_worthy
+    assert not Experience.objects.exists() and not FailurePattern.objects.exists()

@@ -1,0 +1,65 @@
+"""Warnings before risky tool calls, from failure patterns seen often enough.
+
+Only patterns of the same tool, seen at least HINDSIGHT_WARN_MIN_OCCURRENCES times, whose
+argument shape is at least HINDSIGHT_WARN_MIN_SIMILARITY alike (Jaccard of key/kind pairs) warn:
+agents should not be made timid by a single bad experience.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from experiences.models import FailurePattern
+from experiences.services.patterns import argument_shape, shape_similarity
+from traces.models import Project
+
+MAX_WARNINGS = 5
+
+
+@dataclass(frozen=True)
+class WarningItem:
+    pattern_id: int
+    tool: str
+    message: str
+    occurrences: int
+    instead: str
+    similarity: float
+
+
+def _message(pattern: FailurePattern) -> str:
+    text = f"Similar calls to {pattern.tool} failed {pattern.occurrences} times ({pattern.error_signature})."
+    if pattern.instead:
+        text += f" Instead, {pattern.instead}."
+    return text
+
+
+def _frequent(project: Project):
+    return FailurePattern.objects.filter(
+        project=project, occurrences__gte=settings.HINDSIGHT_WARN_MIN_OCCURRENCES
+    ).order_by("-occurrences", "-id")
+
+
+def warnings_for_call(*, project: Project, tool: str, arguments: Any, environment: list[str] | None = None) -> list[WarningItem]:
+    shape = argument_shape(arguments)
+    items = []
+    for pattern in _frequent(project).filter(tool=tool)[:50]:
+        similarity = shape_similarity(shape, pattern.argument_shape)
+        if similarity < settings.HINDSIGHT_WARN_MIN_SIMILARITY:
+            continue
+        if environment and pattern.environment and not set(environment) & set(pattern.environment):
+            continue  # a failure seen only elsewhere says little about this environment
+        items.append(
+            WarningItem(pattern.pk, pattern.tool, _message(pattern), pattern.occurrences, pattern.instead, round(similarity, 3))
+        )
+    return items[:MAX_WARNINGS]
+
+
+def warnings_for_tools(*, project: Project, tools: list[str]) -> list[WarningItem]:
+    """For recall: the most frequent failure patterns of the tools the agent has."""
+    if not tools:
+        return []
+    return [
+        WarningItem(p.pk, p.tool, _message(p), p.occurrences, p.instead, 1.0)
+        for p in _frequent(project).filter(tool__in=tools)[:MAX_WARNINGS]
+    ]
