@@ -62,6 +62,10 @@ class Experience(models.Model):
     embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True)
     version = models.PositiveIntegerField(default=1)
+    # Set when this experience was merged into another (reversible: see ExperienceMerge).
+    merged_into = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="absorbed"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -209,4 +213,68 @@ class RecallLog(models.Model):
         indexes = [
             # Stats: recalls of a project over time, and the hit rate of those with feedback.
             models.Index(fields=["project", "-id"], name="experiences_recall_proj_id"),
+        ]
+
+
+class ExperienceMerge(models.Model):
+    """One merge of `absorbed` into `survivor`, with enough of both to undo it exactly."""
+
+    class Kind(models.TextChoices):
+        AUTO = "auto"
+        MANUAL = "manual"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="merges")
+    survivor = models.ForeignKey(Experience, on_delete=models.CASCADE, related_name="merges_kept")
+    absorbed = models.ForeignKey(Experience, on_delete=models.CASCADE, related_name="merges_lost")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    similarity = models.FloatField()
+    # Field values of both experiences before the merge, and the ids of the absorbed one's sources.
+    before = models.JSONField()
+    merged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    undone_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            # The merge history page, newest first.
+            models.Index(fields=["project", "-id"], name="experiences_merge_proj_id"),
+        ]
+
+
+class MergeProposal(models.Model):
+    """Two experiences similar enough to ask an admin whether they are the same."""
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        MERGED = "merged"
+        DISMISSED = "dismissed"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="merge_proposals")
+    # first.id < second.id, so a pair is proposed once whichever of the two arrived last.
+    first = models.ForeignKey(Experience, on_delete=models.CASCADE, related_name="+")
+    second = models.ForeignKey(Experience, on_delete=models.CASCADE, related_name="+")
+    similarity = models.FloatField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["first", "second"], name="experiences_proposal_unique_pair"),
+            models.CheckConstraint(
+                condition=Q(first__lt=models.F("second")), name="experiences_proposal_pair_order"
+            ),
+        ]
+        indexes = [
+            # The merge queue: open proposals of a project, most similar first.
+            models.Index(
+                fields=["project", "-similarity"],
+                condition=Q(status="open"),
+                name="experiences_proposal_open",
+            ),
         ]

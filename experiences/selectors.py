@@ -30,7 +30,7 @@ def _with_sources(queryset: QuerySet[Experience]) -> QuerySet[Experience]:
 
 
 def experience_list(*, project: Project, filters: ExperienceFilters, cursor: str | None, limit: int) -> Page[Experience]:
-    queryset = Experience.objects.filter(project=project)
+    queryset = Experience.objects.filter(project=project, merged_into__isnull=True)
     if filters.status:
         queryset = queryset.filter(status=filters.status)
     if filters.polarity:

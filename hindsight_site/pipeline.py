@@ -4,12 +4,14 @@ The traces app publishes these tasks by name (traces.services.review_queue).
 """
 
 import logging
+from functools import partial
 
 from celery import Task, shared_task
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from experiences.services import distill
+from experiences.tasks import dedup_experience
 from traces.review import service as review
 from traces.review.llm import RETRYABLE
 
@@ -52,9 +54,10 @@ def review_trace(self, trace_id: int) -> str:
         with transaction.atomic():
             reviews = review.review_apply(plan=plan, outcomes=outcomes)
             if reviews:
-                distill.distillation_store(
+                experiences = distill.distillation_store(
                     trace_id=trace_id, reviews=reviews, drafts=drafts, patterns=patterns
                 )
+                dedup_on_commit([e.pk for e in experiences])
     except IntegrityError:
         logger.info("trace %s: this review was already applied by another delivery", trace_id)
         return "already applied"
@@ -64,4 +67,12 @@ def review_trace(self, trace_id: int) -> str:
 @shared_task(name="hindsight.rederive_trace", acks_late=True, ignore_result=True)
 def rederive_trace(trace_id: int) -> int:
     """After a human relabel: re-derive the trace's experience from the corrected labels."""
-    return len(distill.experience_rederive(trace_id=trace_id))
+    experiences = distill.experience_rederive(trace_id=trace_id)
+    dedup_on_commit([e.pk for e in experiences])
+    return len(experiences)
+
+
+def dedup_on_commit(experience_ids: list[int]) -> None:
+    """Compare new or changed experiences with the library once they are committed."""
+    for experience_id in experience_ids:
+        transaction.on_commit(partial(dedup_experience.delay, experience_id), robust=True)

@@ -243,3 +243,10 @@ HINDSIGHT_RECALL_MIN_SIMILARITY = env_float("HINDSIGHT_RECALL_MIN_SIMILARITY", 0
 # Warnings only for patterns seen at least this often, with arguments at least this similar.
 HINDSIGHT_WARN_MIN_OCCURRENCES = env_int("HINDSIGHT_WARN_MIN_OCCURRENCES", 2, minimum=1)
 HINDSIGHT_WARN_MIN_SIMILARITY = env_float("HINDSIGHT_WARN_MIN_SIMILARITY", 0.5, minimum=0.0)
+
+# ------------------------------------------------------------------ dedup
+# Cosine similarity at or above which a new experience is merged automatically...
+HINDSIGHT_DEDUP_AUTO_THRESHOLD = env_float("HINDSIGHT_DEDUP_AUTO_THRESHOLD", 0.95, minimum=0.0)
+# ...and from which (below the auto threshold) an admin is asked with a merge proposal.
+HINDSIGHT_DEDUP_PROPOSAL_THRESHOLD = env_float("HINDSIGHT_DEDUP_PROPOSAL_THRESHOLD", 0.85, minimum=0.0)
+HINDSIGHT_DEDUP_NEIGHBOURS = env_int("HINDSIGHT_DEDUP_NEIGHBOURS", 5, minimum=1)

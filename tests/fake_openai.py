@@ -131,6 +131,8 @@ class FakeOpenAI:
                     time.sleep(3)
                     return self._send(500, {"error": {"message": "too late"}})
                 prompt = body["messages"][-1]["content"]
+                if "response_format" not in body:  # a plain-text request: the advice merge
+                    return self._send(200, self._completion(body, "MERGED: " + prompt.replace("\n", " | ")))
                 answer = review_answer(prompt)
                 if behaviour == "wrong_indexes":
                     answer = review_answer(prompt, indexes=[i + 100 for i in range(3)])
@@ -139,12 +141,15 @@ class FakeOpenAI:
                 content = json.dumps(answer)
                 if behaviour == "invalid_json":
                     content = content[: len(content) // 2]
-                self._send(200, {
+                self._send(200, self._completion(body, content))
+
+            def _completion(self, body: dict[str, Any], content: str) -> dict[str, Any]:
+                return {
                     "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
                     "model": body["model"],
                     "choices": [{"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant", "content": content}}],
                     "usage": {"prompt_tokens": 850, "completion_tokens": 240, "total_tokens": 1090},
-                })  # fmt: skip
+                }  # fmt: skip
 
         return Handler

@@ -112,7 +112,9 @@ def recall_candidates(*, project: Project, query: RecallQuery) -> QuerySet[Exper
     statuses = [Experience.Status.APPROVED, Experience.Status.PROMOTED]
     if query.include_candidates:
         statuses.append(Experience.Status.CANDIDATE)
-    queryset = Experience.objects.filter(project=project, status__in=statuses, embedding__isnull=False)
+    queryset = Experience.objects.filter(
+        project=project, status__in=statuses, embedding__isnull=False, merged_into__isnull=True
+    )
     queryset = entitled(queryset, query)
     if query.tools:
         queryset = queryset.filter(tools__overlap=query.tools)

@@ -1,0 +1,262 @@
+"""Dedup on write, merges and their undo.
+
+A new or re-derived experience is compared with its nearest neighbours (same project, polarity
+and scope; through the HNSW index, never a scan). At or above the auto threshold it is merged
+into the older one; between the proposal and auto thresholds an admin gets a merge proposal.
+
+A merge keeps the older row (ids that agents and people hold stay valid), takes the more
+specific wording (or an LLM's merge of both when an endpoint is configured), unions the scene
+and the evidence, moves the provenance, and stores a snapshot of both rows so undo restores
+them exactly. Rows are locked in id order, so two workers deduplicating at once never merge
+into a row that was just merged away, and never deadlock.
+"""
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+from pgvector.django import CosineDistance
+
+from experiences.models import (
+    Experience,
+    ExperienceMerge,
+    ExperienceSource,
+    ExperienceVersion,
+    MergeProposal,
+)
+from traces.errors import Conflict, NotFound
+from traces.services.audit import audit_event
+
+logger = logging.getLogger(__name__)
+
+INACTIVE = (Experience.Status.ARCHIVED, Experience.Status.REJECTED)
+STATUS_RANK = {"candidate": 0, "approved": 1, "promoted": 2}
+SNAPSHOT_FIELDS = [
+    "advice", "task", "task_type", "tools", "environment", "intent", "agent", "path", "polarity",
+    "status", "source", "scope_environments", "scope_agents", "scope_users", "support_count",
+    "success_count", "failure_count", "upvotes", "downvotes", "version", "embedding_model",
+]  # fmt: skip
+
+
+def _snapshot(experience: Experience) -> dict[str, Any]:
+    data = {name: getattr(experience, name) for name in SNAPSHOT_FIELDS}
+    data["evidence_at"] = experience.evidence_at.isoformat()
+    data["embedding"] = [float(v) for v in experience.embedding] if experience.embedding is not None else None
+    return data
+
+
+def _restore(experience: Experience, data: dict[str, Any]) -> None:
+    for name in SNAPSHOT_FIELDS:
+        setattr(experience, name, data[name])
+    experience.evidence_at = data["evidence_at"]
+    experience.embedding = data["embedding"]
+
+
+def specificity(experience: Experience) -> tuple[int, int]:
+    """More tools and environment detail is more specific; then the longer advice."""
+    detail = len(set(experience.tools)) + len(set(experience.environment)) + (1 if experience.intent else 0)
+    return detail, len(experience.advice)
+
+
+def _scene_peers(experience: Experience):
+    return (
+        Experience.objects.filter(
+            project_id=experience.project_id,
+            polarity=experience.polarity,
+            merged_into__isnull=True,
+            scope_environments=experience.scope_environments,
+            scope_agents=experience.scope_agents,
+            scope_users=experience.scope_users,
+            embedding__isnull=False,
+        )
+        .exclude(pk=experience.pk)
+        .exclude(status__in=INACTIVE)
+    )
+
+
+def experience_neighbours(experience: Experience, *, limit: int) -> list[tuple[Experience, float]]:
+    rows = (
+        _scene_peers(experience)
+        .annotate(distance=CosineDistance("embedding", experience.embedding))
+        .order_by("distance")[:limit]
+    )
+    return [(row, 1 - row.distance) for row in rows]
+
+
+def _lock_pair(first_id: int, second_id: int) -> tuple[Experience, Experience]:
+    rows = {e.pk: e for e in Experience.objects.select_for_update().filter(pk__in=[first_id, second_id]).order_by("pk")}
+    if len(rows) != 2:
+        raise NotFound("one of the experiences no longer exists")
+    return rows[first_id], rows[second_id]
+
+
+def experience_merge(
+    *,
+    survivor_id: int,
+    absorbed_id: int,
+    similarity: float,
+    kind: str,
+    advice: str | None = None,
+    user: AbstractBaseUser | None = None,
+) -> ExperienceMerge:
+    """Merge `absorbed` into `survivor`; `advice` is the wording to keep (default: the more
+    specific of the two)."""
+    from experiences.embeddings import embed_in_batches, get_embedder
+
+    with transaction.atomic():
+        survivor, absorbed = _lock_pair(survivor_id, absorbed_id)
+        if survivor.merged_into_id or absorbed.merged_into_id:
+            raise Conflict("one of these experiences was already merged into another")
+        if survivor.project_id != absorbed.project_id:
+            raise Conflict("experiences of different projects cannot be merged")
+        before = {
+            "survivor": _snapshot(survivor),
+            "absorbed": _snapshot(absorbed),
+            "moved_sources": [],
+        }
+        if advice is None:
+            winner = max((survivor, absorbed), key=specificity)
+            advice, embedding = winner.advice, winner.embedding
+        elif advice == absorbed.advice:
+            embedding = absorbed.embedding
+        elif advice == survivor.advice:
+            embedding = survivor.embedding
+        else:
+            (embedding,) = embed_in_batches([f"{survivor.task}\n{advice}"])
+        survivor.advice = advice
+        survivor.embedding = embedding
+        survivor.embedding_model = get_embedder().model_name
+        survivor.tools = list(dict.fromkeys([*survivor.tools, *absorbed.tools]))
+        survivor.environment = list(dict.fromkeys([*survivor.environment, *absorbed.environment]))
+        for name in ("support_count", "success_count", "failure_count", "upvotes", "downvotes"):
+            setattr(survivor, name, getattr(survivor, name) + getattr(absorbed, name))
+        survivor.evidence_at = max(survivor.evidence_at, absorbed.evidence_at)
+        if STATUS_RANK.get(absorbed.status, 0) > STATUS_RANK.get(survivor.status, 0):
+            survivor.status = absorbed.status
+        survivor.version += 1
+        survivor.save()
+        absorbed.merged_into = survivor
+        absorbed.save(update_fields=["merged_into", "updated_at"])
+
+        survivor_traces = set(survivor.sources.values_list("trace_id", flat=True))
+        movable = list(absorbed.sources.exclude(trace_id__in=survivor_traces).values_list("pk", flat=True))
+        ExperienceSource.objects.filter(pk__in=movable).update(experience=survivor)
+        before["moved_sources"] = movable
+
+        merge = ExperienceMerge.objects.create(
+            project_id=survivor.project_id,
+            survivor=survivor,
+            absorbed=absorbed,
+            kind=kind,
+            similarity=round(similarity, 4),
+            before=before,
+            merged_by=user if user is not None and user.is_authenticated else None,
+        )
+        ExperienceVersion.objects.create(
+            experience=survivor,
+            version=survivor.version,
+            advice=survivor.advice,
+            scene={"tools": survivor.tools, "environment": survivor.environment},
+            path=survivor.path,
+            source=survivor.source,
+            reason=f"{kind} merge with experience {absorbed.pk} (similarity {similarity:.3f})",
+        )
+        MergeProposal.objects.filter(status=MergeProposal.Status.OPEN).filter(
+            first__in=[survivor.pk, absorbed.pk], second__in=[survivor.pk, absorbed.pk]
+        ).update(status=MergeProposal.Status.MERGED, decided_at=timezone.now())
+        audit_event(
+            action=f"experience.merge.{kind}",
+            object_type="experience",
+            object_id=survivor.pk,
+            project=survivor.project,
+            user=user,
+            before={"survivor": before["survivor"]["advice"], "absorbed_id": absorbed.pk,
+                    "absorbed": before["absorbed"]["advice"]},  # fmt: skip
+            after={"advice": survivor.advice, "merge_id": merge.pk},
+        )
+    return merge
+
+
+def experience_merge_undo(*, merge_id: int, user: AbstractBaseUser | None = None) -> ExperienceMerge:
+    """Restore both experiences and their provenance as they were before the merge."""
+    with transaction.atomic():
+        merge = ExperienceMerge.objects.select_for_update().filter(pk=merge_id).first()
+        if merge is None:
+            raise NotFound(f"merge {merge_id} not found")
+        if merge.undone_at is not None:
+            raise Conflict("this merge was already undone")
+        survivor, absorbed = _lock_pair(merge.survivor_id, merge.absorbed_id)
+        later = ExperienceMerge.objects.filter(survivor=survivor, pk__gt=merge.pk, undone_at__isnull=True)
+        if later.exists():
+            raise Conflict("undo the later merges into this experience first")
+        _restore(survivor, merge.before["survivor"])
+        _restore(absorbed, merge.before["absorbed"])
+        absorbed.merged_into = None
+        survivor.version = merge.before["survivor"]["version"] + 2  # a new version: the undo
+        survivor.save()
+        absorbed.save()
+        ExperienceSource.objects.filter(pk__in=merge.before["moved_sources"]).update(experience=absorbed)
+        ExperienceVersion.objects.create(
+            experience=survivor,
+            version=survivor.version,
+            advice=survivor.advice,
+            scene={"tools": survivor.tools, "environment": survivor.environment},
+            path=survivor.path,
+            source=survivor.source,
+            reason=f"undo of the merge with experience {absorbed.pk}",
+        )
+        merge.undone_at = timezone.now()
+        merge.save(update_fields=["undone_at"])
+        audit_event(
+            action="experience.merge.undo",
+            object_type="experience",
+            object_id=survivor.pk,
+            project=survivor.project,
+            user=user,
+            after={"merge_id": merge.pk, "restored": absorbed.pk},
+        )
+    return merge
+
+
+def experience_dedup(*, experience_id: int, merge_advice=None) -> str:
+    """Compare one experience with its neighbours: merge, propose, or leave it as new.
+
+    `merge_advice(a, b) -> str | None` may combine two wordings (the LLM when configured).
+    """
+    for _attempt in range(3):
+        experience = (
+            Experience.objects.filter(pk=experience_id, merged_into__isnull=True, embedding__isnull=False)
+            .exclude(status__in=INACTIVE)
+            .first()
+        )
+        if experience is None:
+            return "skipped"
+        neighbours = experience_neighbours(experience, limit=settings.HINDSIGHT_DEDUP_NEIGHBOURS)
+        if not neighbours:
+            return "new"
+        nearest, similarity = neighbours[0]
+        if similarity >= settings.HINDSIGHT_DEDUP_AUTO_THRESHOLD:
+            survivor, absorbed = sorted((experience, nearest), key=lambda e: e.pk)
+            advice = merge_advice(survivor, absorbed) if merge_advice else None
+            try:
+                experience_merge(
+                    survivor_id=survivor.pk, absorbed_id=absorbed.pk, similarity=similarity,
+                    kind=ExperienceMerge.Kind.AUTO, advice=advice,
+                )  # fmt: skip
+            except Conflict:
+                continue  # a concurrent merge moved one of them: look again
+            return "merged"
+        proposed = [
+            (other, s) for other, s in neighbours if s >= settings.HINDSIGHT_DEDUP_PROPOSAL_THRESHOLD
+        ]
+        for other, s in proposed:
+            first, second = sorted((experience.pk, other.pk))
+            MergeProposal.objects.get_or_create(
+                first_id=first, second_id=second,
+                defaults={"project_id": experience.project_id, "similarity": round(s, 4)},
+            )  # fmt: skip
+        return "proposed" if proposed else "new"
+    return "contended"
