@@ -1,6 +1,8 @@
 """The experience API: the library as agents and tools read it."""
 
-from django.http import HttpRequest
+from typing import Literal
+
+from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema
 
 from experiences import selectors
@@ -15,6 +17,7 @@ from experiences.schemas import (
     WarningsIn,
     WarningsOut,
 )
+from experiences.services import kb
 from experiences.services import recall as recall_service
 from experiences.services.warnings import warnings_for_call
 from traces.auth import require_scope
@@ -110,3 +113,17 @@ def post_warnings(request: HttpRequest, payload: WarningsIn):
         project=key.project, tool=payload.tool, arguments=payload.arguments, environment=environment
     )
     return {"warnings": found}
+
+
+@router.get("/kb/export", response={200: None})
+def get_kb_export(request: HttpRequest, format: Literal["markdown", "jsonl"] = "markdown"):
+    """The knowledge base: Markdown articles (zip, one file per article) or JSONL."""
+    key = require_scope(request, "recall", "admin")
+    name = key.project.name
+    if format == "jsonl":
+        response = HttpResponse(kb.kb_export_jsonl(project=key.project), content_type="application/x-ndjson")
+        response["Content-Disposition"] = f'attachment; filename="{name}-kb.jsonl"'
+        return response
+    response = HttpResponse(kb.kb_export_markdown_zip(project=key.project), content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="{name}-kb.zip"'
+    return response

@@ -278,3 +278,49 @@ class MergeProposal(models.Model):
                 name="experiences_proposal_open",
             ),
         ]
+
+
+class ExperienceVote(models.Model):
+    """A reviewer's up or down vote on an experience (one per person; changing it moves the count)."""
+
+    experience = models.ForeignKey(Experience, on_delete=models.CASCADE, related_name="votes")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    value = models.SmallIntegerField()  # +1 or -1
+    created_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["experience", "user"], name="experiences_vote_unique_user"),
+            models.CheckConstraint(condition=Q(value__in=[1, -1]), name="experiences_vote_value_valid"),
+        ]
+
+
+class KbArticle(models.Model):
+    """A knowledge-base article: the promoted experiences of one tool or task type as best practice."""
+
+    class Generator(models.TextChoices):
+        LLM = "llm"
+        TEMPLATE = "template"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="kb_articles")
+    # "tool:docker_logs" or "task_type:operation": what the article groups by.
+    key = models.CharField(max_length=250)
+    title = models.CharField(max_length=300)
+    body = models.TextField()
+    experience_ids = ArrayField(models.BigIntegerField(), default=list)
+    generated_by = models.CharField(max_length=10, choices=Generator.choices)
+    # An article edited by a person is not overwritten by a rebuild.
+    is_edited = models.BooleanField(default=False)
+    edited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "key"], name="experiences_kb_unique_key"),
+        ]
+        ordering = ["project_id", "key"]
+
+    def __str__(self) -> str:
+        return self.title

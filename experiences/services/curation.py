@@ -1,0 +1,177 @@
+"""What admins and reviewers do to experiences: lifecycle, scope, wording, votes, proposals.
+
+Every change is audited. Lifecycle: candidate → approved → promoted → archived; a candidate or
+an approved experience can be rejected; archived and rejected ones can be brought back to
+candidate.
+"""
+
+from functools import partial
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from experiences.models import Experience, ExperienceVersion, ExperienceVote, MergeProposal
+from experiences.services.dedup import experience_merge
+from traces.errors import Conflict, InvalidInput
+from traces.services.audit import audit_event
+
+S = Experience.Status
+TRANSITIONS: dict[str, set[str]] = {
+    S.CANDIDATE: {S.APPROVED, S.REJECTED, S.ARCHIVED},
+    S.APPROVED: {S.PROMOTED, S.ARCHIVED, S.REJECTED, S.CANDIDATE},
+    S.PROMOTED: {S.APPROVED, S.ARCHIVED},
+    S.ARCHIVED: {S.CANDIDATE, S.APPROVED},
+    S.REJECTED: {S.CANDIDATE},
+}
+
+
+def _locked(experience_id: int) -> Experience:
+    experience = Experience.objects.select_for_update().filter(pk=experience_id).first()
+    if experience is None:
+        raise InvalidInput(f"experience {experience_id} does not exist")
+    if experience.merged_into_id:
+        raise Conflict(f"experience {experience_id} was merged into {experience.merged_into_id}")
+    return experience
+
+
+def experience_set_status(*, experience_id: int, status: str, user: AbstractBaseUser) -> Experience:
+    with transaction.atomic():
+        experience = _locked(experience_id)
+        if status == experience.status:
+            return experience
+        if status not in TRANSITIONS.get(experience.status, set()):
+            allowed = ", ".join(sorted(TRANSITIONS.get(experience.status, set())))
+            raise Conflict(f"a {experience.status} experience can become {allowed}; not {status}")
+        before = experience.status
+        experience.status = status
+        experience.save(update_fields=["status", "updated_at"])
+        audit_event(
+            action="experience.status", object_type="experience", object_id=experience.pk,
+            project=experience.project, user=user, before={"status": before}, after={"status": status},
+        )  # fmt: skip
+    return experience
+
+
+def experience_set_scope(
+    *, experience_id: int, environments: list[str], agents: list[str], users: list[str], user: AbstractBaseUser
+) -> Experience:
+    clean = [
+        sorted({v.strip().lower() for v in environments if v.strip()}),
+        sorted({v.strip() for v in agents if v.strip()}),
+        sorted({v.strip() for v in users if v.strip()}),
+    ]
+    with transaction.atomic():
+        experience = _locked(experience_id)
+        before = [experience.scope_environments, experience.scope_agents, experience.scope_users]
+        if before == clean:
+            return experience
+        experience.scope_environments, experience.scope_agents, experience.scope_users = clean
+        experience.save(update_fields=["scope_environments", "scope_agents", "scope_users", "updated_at"])
+        names = ("environments", "agents", "users")
+        audit_event(
+            action="experience.scope", object_type="experience", object_id=experience.pk,
+            project=experience.project, user=user, before=dict(zip(names, before, strict=True)),
+            after=dict(zip(names, clean, strict=True)),
+        )  # fmt: skip
+    return experience
+
+
+def experience_edit(
+    *, experience_id: int, advice: str, user: AbstractBaseUser, scene: dict[str, Any] | None = None
+) -> Experience:
+    """A person rewrites the advice (and maybe the scene): a new version, re-embedded, re-deduplicated."""
+    from experiences.embeddings import embed_in_batches, get_embedder
+    from experiences.tasks import dedup_experience
+
+    advice = advice.strip()
+    if not advice:
+        raise InvalidInput("advice must not be empty")
+    scene = scene or {}
+    with transaction.atomic():
+        experience = _locked(experience_id)
+        before = {"advice": experience.advice, **{k: getattr(experience, k) for k in scene}}
+        for name in ("task_type", "intent", "agent"):
+            if name in scene:
+                setattr(experience, name, scene[name])
+        for name in ("tools", "environment"):
+            if name in scene:
+                setattr(experience, name, [v.strip() for v in scene[name] if v.strip()])
+        if advice == experience.advice and not scene:
+            return experience
+        experience.advice = advice
+        (experience.embedding,) = embed_in_batches([f"{experience.task}\n{advice}"])
+        experience.embedding_model = get_embedder().model_name
+        experience.source = Experience.Source.HUMAN
+        experience.version += 1
+        experience.save()
+        ExperienceVersion.objects.create(
+            experience=experience, version=experience.version, advice=advice,
+            scene={"task_type": experience.task_type, "tools": experience.tools,
+                   "environment": experience.environment, "intent": experience.intent,
+                   "agent": experience.agent},
+            path=experience.path, source=experience.source, reason=f"edited by {user}",
+        )  # fmt: skip
+        audit_event(
+            action="experience.edit", object_type="experience", object_id=experience.pk,
+            project=experience.project, user=user, before=before,
+            after={"advice": advice, **{k: getattr(experience, k) for k in scene}},
+        )  # fmt: skip
+        transaction.on_commit(partial(dedup_experience.delay, experience.pk), robust=True)
+    return experience
+
+
+def experience_vote(*, experience_id: int, user: AbstractBaseUser, value: int) -> Experience:
+    """+1, -1, or 0 to withdraw; one vote per person, reflected in upvotes/downvotes."""
+    if value not in (1, -1, 0):
+        raise InvalidInput("a vote is +1, -1 or 0")
+    with transaction.atomic():
+        experience = _locked(experience_id)
+        previous = ExperienceVote.objects.filter(experience=experience, user=user).first()
+        old = previous.value if previous else 0
+        if old == value:
+            return experience
+        up = (value == 1) - (old == 1)
+        down = (value == -1) - (old == -1)
+        Experience.objects.filter(pk=experience.pk).update(
+            upvotes=F("upvotes") + up, downvotes=F("downvotes") + down
+        )
+        if value == 0:
+            ExperienceVote.objects.filter(experience=experience, user=user).delete()
+        else:
+            ExperienceVote.objects.update_or_create(experience=experience, user=user, defaults={"value": value})
+        experience.refresh_from_db()
+    return experience
+
+
+def proposal_decide(
+    *, proposal_id: int, user: AbstractBaseUser, merge: bool, advice: str | None = None, keep: str = "first"
+) -> MergeProposal:
+    """Merge (keeping `advice`, or the wording of `keep`) or dismiss a proposal."""
+    with transaction.atomic():
+        proposal = MergeProposal.objects.select_for_update().filter(pk=proposal_id).first()
+        if proposal is None:
+            raise InvalidInput(f"merge proposal {proposal_id} does not exist")
+        if proposal.status != MergeProposal.Status.OPEN:
+            raise Conflict(f"this proposal is already {proposal.status}")
+        if merge:
+            if advice is None:
+                advice = (proposal.first if keep == "first" else proposal.second).advice
+            experience_merge(
+                survivor_id=proposal.first_id, absorbed_id=proposal.second_id,
+                similarity=proposal.similarity, kind="manual", advice=advice, user=user,
+            )  # fmt: skip
+            proposal.status = MergeProposal.Status.MERGED
+        else:
+            proposal.status = MergeProposal.Status.DISMISSED
+            audit_event(
+                action="experience.proposal.dismiss", object_type="merge_proposal",
+                object_id=proposal.pk, project=proposal.project, user=user,
+                after={"first": proposal.first_id, "second": proposal.second_id},
+            )  # fmt: skip
+        proposal.decided_by = user
+        proposal.decided_at = timezone.now()
+        proposal.save(update_fields=["status", "decided_by", "decided_at"])
+    return proposal
