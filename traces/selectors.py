@@ -26,6 +26,7 @@ from traces.models import (
     Trace,
 )
 from traces.pagination import Page, paginate_by_id
+from traces.templatetags.hindsight import reveal
 
 
 @dataclass(frozen=True)
@@ -161,6 +162,26 @@ def capped_count(queryset: QuerySet[Any], cap: int = COUNT_CAP) -> tuple[int, bo
     return min(count, cap), count > cap
 
 
+def _mark_label_sources(traces: list[Trace]) -> None:
+    """Set has_human_labels / has_heuristic_labels on a page of traces in one query.
+
+    Separate from the page query on purpose: as EXISTS columns there, PostgreSQL hashes every
+    step of the table; here it reads only the page's steps through the (trace, index) index.
+    """
+    found = set(
+        Step.objects.filter(
+            trace_id__in=[t.pk for t in traces],
+            label_source__in=[Step.LabelSource.HUMAN, Step.LabelSource.HEURISTIC],
+        )
+        .values_list("trace_id", "label_source")
+        .distinct()
+        .order_by()
+    )
+    for trace in traces:
+        trace.has_human_labels = (trace.pk, Step.LabelSource.HUMAN) in found  # type: ignore[attr-defined]
+        trace.has_heuristic_labels = (trace.pk, Step.LabelSource.HEURISTIC) in found  # type: ignore[attr-defined]
+
+
 @dataclass(frozen=True)
 class TraceListPage:
     page: Page[Trace]
@@ -177,11 +198,8 @@ def trace_list_page(
     queryset = trace_filter(Trace.objects.filter(project=project), filters)
     queryset = trace_filter_by_label_source(queryset, label_source)
     count, capped = capped_count(queryset)
-    rows = queryset.only(*LIST_COLUMNS).annotate(
-        has_human_labels=_steps_with_source(Step.LabelSource.HUMAN),
-        has_heuristic_labels=_steps_with_source(Step.LabelSource.HEURISTIC),
-    )
-    page = paginate_by_id(rows, cursor=cursor, limit=limit)
+    page = paginate_by_id(queryset.only(*LIST_COLUMNS), cursor=cursor, limit=limit)
+    _mark_label_sources(page.items)
     has_any = count > 0 or Trace.objects.filter(project=project).exists()
     return TraceListPage(page=page, count=count, is_count_capped=capped, has_any_trace=has_any)
 
@@ -192,7 +210,7 @@ def trace_list_page(
 def _pretty_json(value: Any) -> str:
     if value in (None, "", {}, []):
         return ""
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    return reveal(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str))
 
 
 def duration_text(ms: int | None) -> str:
@@ -495,7 +513,7 @@ def cohen_kappa(pairs: list[tuple[str, str]], categories: list[str]) -> float | 
         for c in categories
     )
     if expected >= 1:
-        return 1.0 if observed >= 1 else None
+        return None  # one category only (e.g. a label nobody used): agreement is undefined
     return round((observed - expected) / (1 - expected), 3)
 
 

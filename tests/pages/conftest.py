@@ -23,6 +23,12 @@ def make_user(username: str, *, superuser: bool = False):
     return User.objects.create_user(username, f"{username}@example.com", PASSWORD)
 
 
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings) -> None:
+    # The default hasher is slow on purpose; personas are made in every test.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def other_project(make_project) -> Project:
     return make_project("elsewhere")
@@ -85,9 +91,15 @@ def trajectory_payload(*, steps: int = 3, **fields: Any) -> dict[str, Any]:
     return body
 
 
-def label_steps(trace: Trace, *, source: str = "llm", label: str = "necessary", **extra: Any) -> None:
+def label_steps(
+    trace: Trace, *, source: str = "llm", label: str = "necessary", **extra: Any
+) -> None:
     Step.objects.filter(trace=trace).update(
-        label=label, label_source=source, label_reason="the machine said so", label_version=1, **extra
+        label=label,
+        label_source=source,
+        label_reason="the machine said so",
+        label_version=1,
+        **extra,
     )
 
 

@@ -72,9 +72,7 @@ def test_the_switcher_appears_for_members_of_several_projects(
     assert b"project-switch" not in client.get("/traces/").content
 
     Membership.objects.create(project=other_project, user=reviewer)
-    response = client.post(
-        "/projects/switch/", {"project": other_project.pk, "next": "/traces/"}
-    )
+    response = client.post("/projects/switch/", {"project": other_project.pk, "next": "/traces/"})
 
     assert response.url == "/traces/"
     page = client.get("/traces/")

@@ -6,28 +6,73 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('traces', '0003_derivation_marks'),
+        ("traces", "0003_derivation_marks"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ReviewClaim',
+            name="ReviewClaim",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('claimed_at', models.DateTimeField(auto_now_add=True)),
-                ('expires_at', models.DateTimeField()),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('released_at', models.DateTimeField(blank=True, null=True)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='review_claims', to='traces.project')),
-                ('trace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='review_claims', to='traces.trace')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='review_claims', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("claimed_at", models.DateTimeField(auto_now_add=True)),
+                ("expires_at", models.DateTimeField()),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("released_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="review_claims",
+                        to="traces.project",
+                    ),
+                ),
+                (
+                    "trace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="review_claims",
+                        to="traces.trace",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="review_claims",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(condition=models.Q(('finished_at__isnull', True), ('released_at__isnull', True)), fields=['user', 'expires_at'], name='traces_reviewclaim_open_user')],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('finished_at__isnull', True), ('released_at__isnull', True)), fields=('trace',), name='traces_reviewclaim_one_open'), models.CheckConstraint(condition=models.Q(('expires_at__gt', models.F('claimed_at'))), name='traces_reviewclaim_expiry_order')],
+                "indexes": [
+                    models.Index(
+                        condition=models.Q(
+                            ("finished_at__isnull", True), ("released_at__isnull", True)
+                        ),
+                        fields=["user", "expires_at"],
+                        name="traces_reviewclaim_open_user",
+                    )
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(
+                            ("finished_at__isnull", True), ("released_at__isnull", True)
+                        ),
+                        fields=("trace",),
+                        name="traces_reviewclaim_one_open",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("expires_at__gt", models.F("claimed_at"))),
+                        name="traces_reviewclaim_expiry_order",
+                    ),
+                ],
             },
         ),
     ]

@@ -1,0 +1,139 @@
+"""A reviewer in a real browser: log in, open a trajectory, relabel with the keyboard, see the
+chip and the audit entry change, the 409 conflict with two browsers, and the queue flow."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.pages.conftest import (  # noqa: F401 - fixtures
+    PASSWORD,
+    admin_user,
+    make_trace,
+    other_project,
+    reviewer,
+)
+from traces.models import AuditEvent, Step
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_reviewer_logs_in_and_relabels_with_the_keyboard(
+    page, live_server, admin_user, project, make_trace, shot, console_errors  # noqa: F811
+):  # fmt: skip
+    trace = make_trace(project, steps=6, review=True)
+    make_trace(project, task="Rotate the TLS certificate of the ingress", labelled="heuristic")
+    errors = console_errors(page)
+
+    page.goto(live_server.url + "/traces/")
+    expect(page).to_have_url(re.compile("/accounts/login/"))
+    shot(page, "01-login")
+    page.get_by_label("Username").fill("ada")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("heading", name="Traces")).to_be_visible()
+    shot(page, "02-trace-list")
+
+    page.get_by_role("link", name=trace.task).click()
+    expect(page.locator("li.step")).to_have_count(6)
+    shot(page, "03-inspector")
+
+    page.keyboard.press("j")  # step 0 is current on load; j moves to step 1
+    expect(page.locator("#step-1")).to_have_class(re.compile("is-current"))
+    page.keyboard.press("3")
+    chip = page.locator("#step-1 .chip")
+    expect(chip).to_have_text("misleading")
+    expect(page.locator("#step-1 .src")).to_contain_text("human · ada")
+    expect(page.locator("#step-1")).to_be_focused()
+
+    page.keyboard.press("r")
+    reason = page.locator("#step-1 input[name=reason]")
+    expect(reason).to_be_focused()
+    reason.type("went to the wrong log 4")  # typing digits must not relabel
+    expect(chip).to_have_text("misleading")
+    page.keyboard.press("Enter")
+    expect(page.locator("#step-1 .label-reason")).to_have_text("went to the wrong log 4")
+
+    page.keyboard.press("j")
+    page.keyboard.press("4")
+    expect(page.locator("#step-2 .chip")).to_have_text("failed")
+    page.keyboard.press("k")
+    expect(page.locator("#step-1")).to_be_focused()
+
+    page.keyboard.press("?")
+    expect(page.locator("#shortcuts")).to_be_visible()
+    shot(page, "04-cheatsheet")
+    page.keyboard.press("Escape")
+    expect(page.locator("#shortcuts")).to_be_hidden()
+    shot(page, "05-inspector-relabelled")
+
+    step = Step.objects.get(trace=trace, index=1)
+    assert (step.label, step.label_source, step.label_version) == ("misleading", "human", 3)
+
+    page.get_by_role("link", name="Audit").click()
+    rows = page.locator("tr.audit-row[data-action='step.relabel']")
+    expect(rows).to_have_count(3)
+    expect(rows.first).to_contain_text("failed")
+    shot(page, "06-audit")
+    assert errors == []
+
+
+def test_a_stale_relabel_is_refused_in_the_second_browser(
+    browser, live_server, login, reviewer, admin_user, project, make_trace, shot  # noqa: F811
+):  # fmt: skip
+    trace = make_trace(project, steps=3)
+    first, second = browser.new_context(), browser.new_context()
+    login(first, admin_user)
+    login(second, reviewer)
+    ada, rita = first.new_page(), second.new_page()
+    for page in (ada, rita):
+        page.goto(f"{live_server.url}/traces/{trace.pk}/")
+        expect(page.locator("#step-0")).to_be_visible()
+
+    ada.keyboard.press("2")
+    expect(ada.locator("#step-0 .chip")).to_have_text("redundant")
+
+    rita.keyboard.press("4")  # rita still sees version 1
+    conflict = rita.locator("#step-0 .conflict")
+    expect(conflict).to_contain_text("changed meanwhile by ada")
+    expect(conflict).to_contain_text("'redundant'")
+    expect(rita.locator("#step-0 .chip")).to_have_text("redundant")
+    shot(rita, "07-conflict")
+    assert Step.objects.get(trace=trace, index=0).label == "redundant"
+
+    rita.keyboard.press("4")  # a deliberate second choice, on the version now shown
+    expect(rita.locator("#step-0 .chip")).to_have_text("failed")
+    expect(rita.locator("#step-0 .conflict")).to_have_count(0)
+    assert AuditEvent.objects.filter(action="step.relabel").count() == 2
+    first.close()
+    second.close()
+
+
+def test_the_queue_goes_with_the_keyboard_alone(
+    page, live_server, login, reviewer, project, make_trace, shot  # noqa: F811
+):  # fmt: skip
+    heuristic = make_trace(project, steps=3, labelled="heuristic", task="Heuristic one")
+    plain = make_trace(project, steps=2, task="Plain one")
+    login(page.context, reviewer)
+
+    page.goto(live_server.url + "/queue/")
+    expect(page.locator("#claim-next")).to_be_focused()
+    shot(page, "08-queue")
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(f"{live_server.url}/traces/{heuristic.pk}/")
+    expect(page.locator(".claim-bar")).to_be_visible()
+    page.keyboard.press("j")
+    page.keyboard.press("2")
+    expect(page.locator("#step-1 .chip")).to_have_text("redundant")
+    shot(page, "09-queue-claimed")
+
+    page.keyboard.press("Control+Enter")
+    expect(page).to_have_url(f"{live_server.url}/traces/{plain.pk}/")
+    expect(page.get_by_text("2 machine label(s) confirmed.")).to_be_visible()
+    page.keyboard.press("Control+Enter")
+    expect(page).to_have_url(f"{live_server.url}/queue/")
+    expect(page.get_by_text("the queue is empty")).to_be_visible()
+
+    sources = Step.objects.filter(trace__project=project).values_list("label_source", flat=True)
+    assert set(sources) == {"human"}
+    assert AuditEvent.objects.filter(action="queue.finish").count() == 2

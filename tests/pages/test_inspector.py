@@ -1,0 +1,116 @@
+"""The trajectory inspector: header, timeline, review panel, raw observation, constant queries."""
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from traces.models import Step
+
+
+def _get(client, path: str, **headers):
+    return client.get(path, headers=headers or None)
+
+
+def test_it_shows_the_header_steps_labels_and_review(client_for, reviewer, project, make_trace):
+    trace = make_trace(project, steps=3, review=True, outcome="failure")
+
+    response = client_for(reviewer).get(f"/traces/{trace.pk}/")
+
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert trace.task in body
+    assert "outcome-failure" in body and "review: reviewed" in body
+    assert body.count('<li class="step') == 3
+    assert "is-error" in body  # step 1 failed
+    assert "&quot;cmd&quot;: &quot;docker logs web --tail 2&quot;" in body  # pretty JSON, escaped
+    assert 'data-label="necessary"' in body and "llm" in body
+    assert "the machine said so" in body
+    assert "Find the restart cause" in body and "read the logs first" in body
+    assert "step: 1 · advice: skip the second look" in body
+    assert "When a container restarts, first read its last logs." in body
+    assert "find the restart cause" in body  # the step's context snapshot
+    assert "121 ms" in body
+
+
+def test_heuristic_labels_are_marked_as_such(client_for, reviewer, project, make_trace):
+    trace = make_trace(project, labelled="heuristic")
+
+    body = client_for(reviewer).get(f"/traces/{trace.pk}/").content.decode()
+
+    assert 'class="badge heuristic"' in body
+
+
+def test_a_skipped_trace_says_why(client_for, reviewer, project, make_trace):
+    trace = make_trace(project, labelled=None)
+    trace.review_status, trace.review_status_reason = "skipped", "only 3 events"
+    trace.save()
+
+    body = client_for(reviewer).get(f"/traces/{trace.pk}/").content.decode()
+
+    assert "skipped: only 3 events" in body
+    assert "unlabelled" in body
+    assert "Accept all" not in body
+
+
+def test_another_projects_trace_is_not_found(client_for, outsider, project, make_trace):
+    trace = make_trace(project)
+
+    assert client_for(outsider).get(f"/traces/{trace.pk}/").status_code == 404
+
+
+def test_anonymous_is_sent_to_login(client, project, make_trace):
+    trace = make_trace(project)
+
+    assert client.get(f"/traces/{trace.pk}/").url.startswith("/accounts/login/")
+
+
+def test_the_raw_observation_comes_on_demand(client_for, reviewer, project, make_trace):
+    trace = make_trace(project)
+    client = client_for(reviewer)
+
+    partial = client.get(f"/traces/{trace.pk}/steps/1/raw/", headers={"HX-Request": "true"})
+    plain = client.get(f"/traces/{trace.pk}/steps/1/raw/")
+
+    assert partial.content.decode().startswith('<pre class="raw-text">')
+    assert "ERROR: exit code 1" in partial.content.decode()
+    assert plain["Content-Type"].startswith("text/plain")
+    assert plain.content == b"line 1\nERROR: exit code 1"
+
+
+def test_the_raw_observation_of_another_project_is_not_found(
+    client_for, outsider, project, make_trace
+):
+    trace = make_trace(project)
+
+    assert client_for(outsider).get(f"/traces/{trace.pk}/steps/0/raw/").status_code == 404
+
+
+def test_the_inspector_runs_the_same_queries_for_5_and_50_steps(
+    client_for, reviewer, project, make_trace
+):
+    client = client_for(reviewer)
+    small = make_trace(project, steps=5, review=True)
+    large = make_trace(project, steps=50, review=True)
+    Step.objects.filter(trace=large, index__lt=10).update(
+        labelled_by=reviewer, label_source="human"
+    )
+
+    def count(trace) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(f"/traces/{trace.pk}/").status_code == 200
+        return len(captured)
+
+    assert count(small) == count(large)
+    assert count(large) <= 12
+
+
+def test_invisible_and_direction_characters_are_shown_as_code_points(
+    client_for, reviewer, project, make_trace
+):
+    trace = make_trace(project, task="invoice\u202efdp.exe\u200b")
+    Step.objects.filter(trace=trace, index=0).update(content="a\u2066b", observation="c\ufeffd")
+
+    body = client_for(reviewer).get(f"/traces/{trace.pk}/").content.decode()
+
+    assert "invoice[U+202E]fdp.exe[U+200B]" in body
+    assert "a[U+2066]b" in body and "c[U+FEFF]d" in body
+    assert "\u202e" not in body
