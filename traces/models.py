@@ -249,6 +249,10 @@ class Step(models.Model):
 
     class Meta:
         ordering = ["trace_id", "index"]
+        indexes = [
+            # "Traces with steps labelled by <source>" (list filter, queue): an index-only probe.
+            models.Index(fields=["trace", "label_source"], name="traces_step_trace_source"),
+        ]
         constraints = [
             # Also the index behind "the steps of a trace in order".
             models.UniqueConstraint(fields=["trace", "index"], name="traces_step_unique_index"),

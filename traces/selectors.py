@@ -140,7 +140,8 @@ LIST_COLUMNS = (
     "outcome", "review_status", "review_status_reason", "step_count", "error_count",
     "duration_ms", "created_at", "completed_at",
 )  # fmt: skip
-COUNT_CAP = 10_000
+# Counting stops here ("1,000+"): an exact count of a big filtered list costs more than the page.
+COUNT_CAP = 1_000
 
 
 def _steps_with_source(*sources: str) -> Exists:
@@ -157,7 +158,7 @@ def trace_filter_by_label_source(queryset: QuerySet[Trace], source: str | None) 
 
 
 def capped_count(queryset: QuerySet[Any], cap: int = COUNT_CAP) -> tuple[int, bool]:
-    """Count up to `cap` rows: exact for normal lists, "10,000+" without scanning 100k rows."""
+    """Count up to `cap` rows: exact for normal lists, "1,000+" without scanning 100k rows."""
     count = queryset.order_by()[: cap + 1].count()
     return min(count, cap), count > cap
 
