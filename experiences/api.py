@@ -44,7 +44,10 @@ def get_experiences(request: HttpRequest, params: Query[ExperienceListParams]):
     key = require_scope(request, *READ_SCOPES)
     filters = selectors.ExperienceFilters(**params.model_dump(exclude={"cursor", "limit"}))
     page = selectors.experience_list(
-        project=key.project, filters=filters, cursor=params.cursor, limit=max(1, min(params.limit, 200))
+        project=key.project,
+        filters=filters,
+        cursor=params.cursor,
+        limit=max(1, min(params.limit, 200)),
     )
     return {"items": page.items, "next_cursor": page.next_cursor}
 
@@ -57,7 +60,9 @@ def get_experience(request: HttpRequest, experience_id: int):
 
 
 @router.get("/failure-patterns", response=FailurePatternListOut)
-def get_failure_patterns(request: HttpRequest, tool: str | None = None, cursor: str | None = None, limit: int = 50):
+def get_failure_patterns(
+    request: HttpRequest, tool: str | None = None, cursor: str | None = None, limit: int = 50
+):
     """Recurring tool failures, the raw material of warnings."""
     key = require_scope(request, *READ_SCOPES)
     page = selectors.failure_pattern_list(
@@ -99,7 +104,10 @@ def post_recall_feedback(request: HttpRequest, recall_id: int, payload: RecallFe
     """Which recalled items helped: feeds the experiences' votes and the recall hit rate."""
     key = require_scope(request, "recall")
     log = recall_service.recall_feedback(
-        project=key.project, recall_id=recall_id, helpful=payload.helpful, unhelpful=payload.unhelpful
+        project=key.project,
+        recall_id=recall_id,
+        helpful=payload.helpful,
+        unhelpful=payload.unhelpful,
     )
     return {"id": log.pk, "helpful": log.helpful, "unhelpful": log.unhelpful}
 
@@ -121,9 +129,13 @@ def get_kb_export(request: HttpRequest, format: Literal["markdown", "jsonl"] = "
     key = require_scope(request, "recall", "admin")
     name = key.project.name
     if format == "jsonl":
-        response = HttpResponse(kb.kb_export_jsonl(project=key.project), content_type="application/x-ndjson")
+        response = HttpResponse(
+            kb.kb_export_jsonl(project=key.project), content_type="application/x-ndjson"
+        )
         response["Content-Disposition"] = f'attachment; filename="{name}-kb.jsonl"'
         return response
-    response = HttpResponse(kb.kb_export_markdown_zip(project=key.project), content_type="application/zip")
+    response = HttpResponse(
+        kb.kb_export_markdown_zip(project=key.project), content_type="application/zip"
+    )
     response["Content-Disposition"] = f'attachment; filename="{name}-kb.zip"'
     return response

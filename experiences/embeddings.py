@@ -112,7 +112,9 @@ def get_embedder() -> Embedder:
         )
     if choice == "local":
         if settings.HINDSIGHT_EMBEDDING_DIM != LocalMiniLM.dimensions:
-            raise ImproperlyConfigured("the local embedder makes 384-d vectors; set HINDSIGHT_EMBEDDING_DIM=384")
+            raise ImproperlyConfigured(
+                "the local embedder makes 384-d vectors; set HINDSIGHT_EMBEDDING_DIM=384"
+            )
         return LocalMiniLM(settings.HINDSIGHT_TOKENIZER_PATH)
     raise ImproperlyConfigured(f"HINDSIGHT_EMBEDDER must be auto, local or openai; got {choice!r}")
 

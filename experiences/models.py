@@ -131,6 +131,9 @@ class ExperienceSource(models.Model):
             models.Index(fields=["trace", "experience"], name="experiences_src_trace"),
         ]
 
+    def __str__(self) -> str:
+        return f"experience {self.experience_id} from trace {self.trace_id}"
+
 
 class ExperienceVersion(models.Model):
     """Earlier wordings of an experience; a new row each time advice or scene changes."""
@@ -152,13 +155,14 @@ class ExperienceVersion(models.Model):
         ]
         ordering = ["experience_id", "-version"]
 
+    def __str__(self) -> str:
+        return f"experience {self.experience_id} v{self.version}"
+
 
 class FailurePattern(models.Model):
     """A recurring way a tool call fails: the raw material for warnings before risky calls."""
 
-    project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, related_name="failure_patterns"
-    )
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="failure_patterns")
     tool = models.CharField(max_length=200)
     # The argument keys and value kinds, e.g. {"force": "bool", "path": "path"}.
     argument_shape = models.JSONField(default=dict)
@@ -184,9 +188,7 @@ class FailurePattern(models.Model):
         ]
         indexes = [
             # Warnings: the patterns of one tool in a project, most frequent first.
-            models.Index(
-                fields=["project", "tool", "-occurrences"], name="experiences_pat_tool"
-            ),
+            models.Index(fields=["project", "tool", "-occurrences"], name="experiences_pat_tool"),
         ]
 
     def __str__(self) -> str:
@@ -215,6 +217,9 @@ class RecallLog(models.Model):
             models.Index(fields=["project", "-id"], name="experiences_recall_proj_id"),
         ]
 
+    def __str__(self) -> str:
+        return f"recall {self.pk} ({len(self.returned)} items)"
+
 
 class ExperienceMerge(models.Model):
     """One merge of `absorbed` into `survivor`, with enough of both to undo it exactly."""
@@ -242,6 +247,9 @@ class ExperienceMerge(models.Model):
             models.Index(fields=["project", "-id"], name="experiences_merge_proj_id"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.kind} merge of {self.absorbed_id} into {self.survivor_id}"
+
 
 class MergeProposal(models.Model):
     """Two experiences similar enough to ask an admin whether they are the same."""
@@ -265,7 +273,9 @@ class MergeProposal(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["first", "second"], name="experiences_proposal_unique_pair"),
+            models.UniqueConstraint(
+                fields=["first", "second"], name="experiences_proposal_unique_pair"
+            ),
             models.CheckConstraint(
                 condition=Q(first__lt=models.F("second")), name="experiences_proposal_pair_order"
             ),
@@ -279,9 +289,12 @@ class MergeProposal(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return f"proposal {self.first_id} ~ {self.second_id} ({self.status})"
+
 
 class ExperienceVote(models.Model):
-    """A reviewer's up or down vote on an experience (one per person; changing it moves the count)."""
+    """A reviewer's vote on an experience: one per person; changing it moves the counts."""
 
     experience = models.ForeignKey(Experience, on_delete=models.CASCADE, related_name="votes")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
@@ -290,13 +303,20 @@ class ExperienceVote(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["experience", "user"], name="experiences_vote_unique_user"),
-            models.CheckConstraint(condition=Q(value__in=[1, -1]), name="experiences_vote_value_valid"),
+            models.UniqueConstraint(
+                fields=["experience", "user"], name="experiences_vote_unique_user"
+            ),
+            models.CheckConstraint(
+                condition=Q(value__in=[1, -1]), name="experiences_vote_value_valid"
+            ),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.value:+d} on experience {self.experience_id}"
 
 
 class KbArticle(models.Model):
-    """A knowledge-base article: the promoted experiences of one tool or task type as best practice."""
+    """A knowledge-base article: promoted experiences of one tool or task type as best practice."""
 
     class Generator(models.TextChoices):
         LLM = "llm"

@@ -66,25 +66,44 @@ class ExperienceOut(Schema):
 
     @staticmethod
     def resolve_scene(obj) -> dict[str, Any]:
-        return {"task_type": obj.task_type, "tools": obj.tools, "environment": obj.environment,
-                "intent": obj.intent, "agent": obj.agent}  # fmt: skip
+        return {
+            "task_type": obj.task_type,
+            "tools": obj.tools,
+            "environment": obj.environment,
+            "intent": obj.intent,
+            "agent": obj.agent,
+        }
 
     @staticmethod
     def resolve_scope(obj) -> dict[str, Any]:
-        return {"is_global": obj.is_global, "environments": obj.scope_environments,
-                "agents": obj.scope_agents, "users": obj.scope_users}  # fmt: skip
+        return {
+            "is_global": obj.is_global,
+            "environments": obj.scope_environments,
+            "agents": obj.scope_agents,
+            "users": obj.scope_users,
+        }
 
     @staticmethod
     def resolve_evidence(obj) -> dict[str, int]:
-        return {"support_count": obj.support_count, "success_count": obj.success_count,
-                "failure_count": obj.failure_count, "upvotes": obj.upvotes,
-                "downvotes": obj.downvotes}  # fmt: skip
+        return {
+            "support_count": obj.support_count,
+            "success_count": obj.success_count,
+            "failure_count": obj.failure_count,
+            "upvotes": obj.upvotes,
+            "downvotes": obj.downvotes,
+        }
 
     @staticmethod
     def resolve_sources(obj) -> list[dict[str, Any]]:
-        return [{"trace_id": s.trace_id, "external_id": s.trace.external_id,
-                 "review_id": s.review_id, "step_indexes": s.step_indexes}
-                for s in obj.sources.all()]  # fmt: skip
+        return [
+            {
+                "trace_id": s.trace_id,
+                "external_id": s.trace.external_id,
+                "review_id": s.review_id,
+                "step_indexes": s.step_indexes,
+            }
+            for s in obj.sources.all()
+        ]
 
 
 class ExperienceDetailOut(ExperienceOut):

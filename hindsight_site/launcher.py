@@ -126,7 +126,9 @@ def prepare_database(directory: Path) -> tuple[str, str, str]:
     raw = key_file.read_text().strip() if key_file.exists() else ""
     if not raw or api_key_lookup(raw) is None:
         raw = api_key_create(
-            project=demo, scopes=["ingest", "recall", "admin"], name="demo (created by hindsight run)"
+            project=demo,
+            scopes=["ingest", "recall", "admin"],
+            name="demo (created by hindsight run)",
         ).raw
         key_file.write_text(raw)
         key_file.chmod(0o600)
@@ -204,30 +206,67 @@ def run(args: argparse.Namespace) -> int:
             redis = embedded.RedisServer(directory)
             redis.start()
             redis_url = redis.url
-        embedded.write_record(directory, embedded.ServiceRecord(os.getpid(), database_url, redis_url))
+        embedded.write_record(
+            directory, embedded.ServiceRecord(os.getpid(), database_url, redis_url)
+        )
         os.environ["DATABASE_URL"] = database_url
         os.environ["REDIS_URL"] = redis_url
 
         username, password, demo_key = prepare_database(directory)
         supervisor.env = dict(os.environ)
         python = sys.executable
-        supervisor.spawn("web", [
-            python, "-m", "gunicorn", "hindsight_site.wsgi:application",
-            "--bind", f"{host}:{port}",
-            "--workers", str(env_int("HINDSIGHT_WEB_WORKERS", 3, minimum=1)),
-            "--graceful-timeout", "10", "--access-logfile", "-",
-            "--control-socket", str(directory / "gunicorn.ctl"),
-        ])  # fmt: skip
-        supervisor.spawn("worker", [
-            python, "-m", "celery", "-A", "hindsight_site", "worker", "--loglevel", "INFO",
-            "--concurrency", str(env_int("HINDSIGHT_WORKER_CONCURRENCY", 2, minimum=1)),
-            "--hostname", f"worker-{os.getpid()}@%h",
-        ])  # fmt: skip
+        supervisor.spawn(
+            "web",
+            [
+                python,
+                "-m",
+                "gunicorn",
+                "hindsight_site.wsgi:application",
+                "--bind",
+                f"{host}:{port}",
+                "--workers",
+                str(env_int("HINDSIGHT_WEB_WORKERS", 3, minimum=1)),
+                "--graceful-timeout",
+                "10",
+                "--access-logfile",
+                "-",
+                "--control-socket",
+                str(directory / "gunicorn.ctl"),
+            ],
+        )
+        supervisor.spawn(
+            "worker",
+            [
+                python,
+                "-m",
+                "celery",
+                "-A",
+                "hindsight_site",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                str(env_int("HINDSIGHT_WORKER_CONCURRENCY", 2, minimum=1)),
+                "--hostname",
+                f"worker-{os.getpid()}@%h",
+            ],
+        )
         if not args.no_beat:
-            supervisor.spawn("beat", [
-                python, "-m", "celery", "-A", "hindsight_site", "beat", "--loglevel", "INFO",
-                "--schedule", str(directory / "celerybeat-schedule"),
-            ])  # fmt: skip
+            supervisor.spawn(
+                "beat",
+                [
+                    python,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "hindsight_site",
+                    "beat",
+                    "--loglevel",
+                    "INFO",
+                    "--schedule",
+                    str(directory / "celerybeat-schedule"),
+                ],
+            )
         if not wait_for_port(host, port, timeout=30) and not supervisor.stopping:
             say("the web server did not start listening within 30 s")
             return 1

@@ -172,7 +172,9 @@ HINDSIGHT_MAX_BATCH = env_int("HINDSIGHT_MAX_BATCH", 500, minimum=1)
 # Raw observations are kept up to this many characters (flagged when cut).
 HINDSIGHT_OBSERVATION_RAW_CAP = env_int("HINDSIGHT_OBSERVATION_RAW_CAP", 65536, minimum=100)
 # Characters of an observation kept in its summary (error lines are always kept).
-HINDSIGHT_OBSERVATION_SUMMARY_CHARS = env_int("HINDSIGHT_OBSERVATION_SUMMARY_CHARS", 300, minimum=20)
+HINDSIGHT_OBSERVATION_SUMMARY_CHARS = env_int(
+    "HINDSIGHT_OBSERVATION_SUMMARY_CHARS", 300, minimum=20
+)
 # Per API key, requests per minute; 0 turns the limit off.
 HINDSIGHT_RATE_LIMIT_PER_MINUTE = env_int("HINDSIGHT_RATE_LIMIT_PER_MINUTE", 1200, minimum=0)
 # Complete traces still pending after this many seconds are enqueued again by beat.
@@ -248,5 +250,7 @@ HINDSIGHT_WARN_MIN_SIMILARITY = env_float("HINDSIGHT_WARN_MIN_SIMILARITY", 0.5, 
 # Cosine similarity at or above which a new experience is merged automatically...
 HINDSIGHT_DEDUP_AUTO_THRESHOLD = env_float("HINDSIGHT_DEDUP_AUTO_THRESHOLD", 0.95, minimum=0.0)
 # ...and from which (below the auto threshold) an admin is asked with a merge proposal.
-HINDSIGHT_DEDUP_PROPOSAL_THRESHOLD = env_float("HINDSIGHT_DEDUP_PROPOSAL_THRESHOLD", 0.85, minimum=0.0)
+HINDSIGHT_DEDUP_PROPOSAL_THRESHOLD = env_float(
+    "HINDSIGHT_DEDUP_PROPOSAL_THRESHOLD", 0.85, minimum=0.0
+)
 HINDSIGHT_DEDUP_NEIGHBOURS = env_int("HINDSIGHT_DEDUP_NEIGHBOURS", 5, minimum=1)

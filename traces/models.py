@@ -38,6 +38,9 @@ class Membership(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.user} ({self.role} of {self.project})"
+
 
 class ApiKey(models.Model):
     class Scope(models.TextChoices):
@@ -157,7 +160,12 @@ class Trace(models.Model):
             models.CheckConstraint(
                 condition=Q(
                     review_status__in=[
-                        "pending", "queued", "reviewing", "reviewed", "skipped", "failed"
+                        "pending",
+                        "queued",
+                        "reviewing",
+                        "reviewed",
+                        "skipped",
+                        "failed",
                     ]
                 ),
                 name="traces_trace_review_status_valid",
@@ -173,9 +181,7 @@ class Trace(models.Model):
             # The trace list, newest first, keyset-paginated on id within a project.
             models.Index(fields=["project", "-id"], name="traces_trace_project_id"),
             # Filtered lists: by review status (the queue, the beat sweep), agent and outcome.
-            models.Index(
-                fields=["project", "review_status", "-id"], name="traces_trace_status_id"
-            ),
+            models.Index(fields=["project", "review_status", "-id"], name="traces_trace_status_id"),
             models.Index(fields=["project", "agent", "-id"], name="traces_trace_agent_id"),
             models.Index(fields=["project", "outcome", "-id"], name="traces_trace_outcome_id"),
             # The beat sweep: complete traces stuck in pending/queued/reviewing, oldest first.
@@ -363,7 +369,9 @@ class Review(models.Model):
         ordering = ["trace_id", "kind", "window_start"]
 
     def __str__(self) -> str:
-        return f"{self.kind} review of trace {self.trace_id} [{self.window_start}-{self.window_end}]"
+        return (
+            f"{self.kind} review of trace {self.trace_id} [{self.window_start}-{self.window_end}]"
+        )
 
 
 class ReviewClaim(models.Model):

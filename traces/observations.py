@@ -1,4 +1,4 @@
-"""Turning raw tool output into what people and reviewers read: a short summary that keeps errors."""
+"""Raw tool output into what people and reviewers read: a short summary that keeps errors."""
 
 import json
 import re

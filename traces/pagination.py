@@ -2,17 +2,14 @@
 
 import base64
 from dataclasses import dataclass
-from typing import Generic, TypeVar
 
 from django.db.models import Model, QuerySet
 
 from traces.errors import InvalidInput
 
-M = TypeVar("M", bound=Model)
-
 
 @dataclass(frozen=True)
-class Page(Generic[M]):
+class Page[M: Model]:
     items: list[M]
     next_cursor: str | None
 
@@ -32,7 +29,7 @@ def decode_cursor(cursor: str) -> int:
         raise InvalidInput("cursor is not valid; pass the next_cursor of a previous page") from None
 
 
-def paginate_by_id(queryset: QuerySet[M], *, cursor: str | None, limit: int) -> Page[M]:
+def paginate_by_id[M: Model](queryset: QuerySet[M], *, cursor: str | None, limit: int) -> Page[M]:
     """Newest first. Fetches one extra row to know whether a next page exists."""
     if cursor:
         queryset = queryset.filter(pk__lt=decode_cursor(cursor))

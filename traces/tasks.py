@@ -9,4 +9,3 @@ from traces.services import review_queue
 def enqueue_pending_traces() -> int:
     """Beat: publish complete traces whose hand-over to review failed or was lost."""
     return review_queue.trace_enqueue_stale() + review_queue.trace_rederive_stale()
-

@@ -49,14 +49,24 @@ def experience_set_status(*, experience_id: int, status: str, user: AbstractBase
         experience.status = status
         experience.save(update_fields=["status", "updated_at"])
         audit_event(
-            action="experience.status", object_type="experience", object_id=experience.pk,
-            project=experience.project, user=user, before={"status": before}, after={"status": status},
-        )  # fmt: skip
+            action="experience.status",
+            object_type="experience",
+            object_id=experience.pk,
+            project=experience.project,
+            user=user,
+            before={"status": before},
+            after={"status": status},
+        )
     return experience
 
 
 def experience_set_scope(
-    *, experience_id: int, environments: list[str], agents: list[str], users: list[str], user: AbstractBaseUser
+    *,
+    experience_id: int,
+    environments: list[str],
+    agents: list[str],
+    users: list[str],
+    user: AbstractBaseUser,
 ) -> Experience:
     clean = [
         sorted({v.strip().lower() for v in environments if v.strip()}),
@@ -69,20 +79,26 @@ def experience_set_scope(
         if before == clean:
             return experience
         experience.scope_environments, experience.scope_agents, experience.scope_users = clean
-        experience.save(update_fields=["scope_environments", "scope_agents", "scope_users", "updated_at"])
+        experience.save(
+            update_fields=["scope_environments", "scope_agents", "scope_users", "updated_at"]
+        )
         names = ("environments", "agents", "users")
         audit_event(
-            action="experience.scope", object_type="experience", object_id=experience.pk,
-            project=experience.project, user=user, before=dict(zip(names, before, strict=True)),
+            action="experience.scope",
+            object_type="experience",
+            object_id=experience.pk,
+            project=experience.project,
+            user=user,
+            before=dict(zip(names, before, strict=True)),
             after=dict(zip(names, clean, strict=True)),
-        )  # fmt: skip
+        )
     return experience
 
 
 def experience_edit(
     *, experience_id: int, advice: str, user: AbstractBaseUser, scene: dict[str, Any] | None = None
 ) -> Experience:
-    """A person rewrites the advice (and maybe the scene): a new version, re-embedded, re-deduplicated."""
+    """A person rewrites the advice (maybe the scene): a new version, re-embedded, re-deduped."""
     from experiences.embeddings import embed_in_batches, get_embedder
     from experiences.tasks import dedup_experience
 
@@ -108,17 +124,29 @@ def experience_edit(
         experience.version += 1
         experience.save()
         ExperienceVersion.objects.create(
-            experience=experience, version=experience.version, advice=advice,
-            scene={"task_type": experience.task_type, "tools": experience.tools,
-                   "environment": experience.environment, "intent": experience.intent,
-                   "agent": experience.agent},
-            path=experience.path, source=experience.source, reason=f"edited by {user}",
-        )  # fmt: skip
+            experience=experience,
+            version=experience.version,
+            advice=advice,
+            scene={
+                "task_type": experience.task_type,
+                "tools": experience.tools,
+                "environment": experience.environment,
+                "intent": experience.intent,
+                "agent": experience.agent,
+            },
+            path=experience.path,
+            source=experience.source,
+            reason=f"edited by {user}",
+        )
         audit_event(
-            action="experience.edit", object_type="experience", object_id=experience.pk,
-            project=experience.project, user=user, before=before,
+            action="experience.edit",
+            object_type="experience",
+            object_id=experience.pk,
+            project=experience.project,
+            user=user,
+            before=before,
             after={"advice": advice, **{k: getattr(experience, k) for k in scene}},
-        )  # fmt: skip
+        )
         transaction.on_commit(partial(dedup_experience.delay, experience.pk), robust=True)
     return experience
 
@@ -141,13 +169,20 @@ def experience_vote(*, experience_id: int, user: AbstractBaseUser, value: int) -
         if value == 0:
             ExperienceVote.objects.filter(experience=experience, user=user).delete()
         else:
-            ExperienceVote.objects.update_or_create(experience=experience, user=user, defaults={"value": value})
+            ExperienceVote.objects.update_or_create(
+                experience=experience, user=user, defaults={"value": value}
+            )
         experience.refresh_from_db()
     return experience
 
 
 def proposal_decide(
-    *, proposal_id: int, user: AbstractBaseUser, merge: bool, advice: str | None = None, keep: str = "first"
+    *,
+    proposal_id: int,
+    user: AbstractBaseUser,
+    merge: bool,
+    advice: str | None = None,
+    keep: str = "first",
 ) -> MergeProposal:
     """Merge (keeping `advice`, or the wording of `keep`) or dismiss a proposal."""
     with transaction.atomic():
@@ -160,17 +195,24 @@ def proposal_decide(
             if advice is None:
                 advice = (proposal.first if keep == "first" else proposal.second).advice
             experience_merge(
-                survivor_id=proposal.first_id, absorbed_id=proposal.second_id,
-                similarity=proposal.similarity, kind="manual", advice=advice, user=user,
-            )  # fmt: skip
+                survivor_id=proposal.first_id,
+                absorbed_id=proposal.second_id,
+                similarity=proposal.similarity,
+                kind="manual",
+                advice=advice,
+                user=user,
+            )
             proposal.status = MergeProposal.Status.MERGED
         else:
             proposal.status = MergeProposal.Status.DISMISSED
             audit_event(
-                action="experience.proposal.dismiss", object_type="merge_proposal",
-                object_id=proposal.pk, project=proposal.project, user=user,
+                action="experience.proposal.dismiss",
+                object_type="merge_proposal",
+                object_id=proposal.pk,
+                project=proposal.project,
+                user=user,
                 after={"first": proposal.first_id, "second": proposal.second_id},
-            )  # fmt: skip
+            )
         proposal.decided_by = user
         proposal.decided_at = timezone.now()
         proposal.save(update_fields=["status", "decided_by", "decided_at"])

@@ -35,16 +35,36 @@ logger = logging.getLogger(__name__)
 INACTIVE = (Experience.Status.ARCHIVED, Experience.Status.REJECTED)
 STATUS_RANK = {"candidate": 0, "approved": 1, "promoted": 2}
 SNAPSHOT_FIELDS = [
-    "advice", "task", "task_type", "tools", "environment", "intent", "agent", "path", "polarity",
-    "status", "source", "scope_environments", "scope_agents", "scope_users", "support_count",
-    "success_count", "failure_count", "upvotes", "downvotes", "version", "embedding_model",
-]  # fmt: skip
+    "advice",
+    "task",
+    "task_type",
+    "tools",
+    "environment",
+    "intent",
+    "agent",
+    "path",
+    "polarity",
+    "status",
+    "source",
+    "scope_environments",
+    "scope_agents",
+    "scope_users",
+    "support_count",
+    "success_count",
+    "failure_count",
+    "upvotes",
+    "downvotes",
+    "version",
+    "embedding_model",
+]
 
 
 def _snapshot(experience: Experience) -> dict[str, Any]:
     data = {name: getattr(experience, name) for name in SNAPSHOT_FIELDS}
     data["evidence_at"] = experience.evidence_at.isoformat()
-    data["embedding"] = [float(v) for v in experience.embedding] if experience.embedding is not None else None
+    data["embedding"] = (
+        [float(v) for v in experience.embedding] if experience.embedding is not None else None
+    )
     return data
 
 
@@ -57,7 +77,11 @@ def _restore(experience: Experience, data: dict[str, Any]) -> None:
 
 def specificity(experience: Experience) -> tuple[int, int]:
     """More tools and environment detail is more specific; then the longer advice."""
-    detail = len(set(experience.tools)) + len(set(experience.environment)) + (1 if experience.intent else 0)
+    detail = (
+        len(set(experience.tools))
+        + len(set(experience.environment))
+        + (1 if experience.intent else 0)
+    )
     return detail, len(experience.advice)
 
 
@@ -87,7 +111,12 @@ def experience_neighbours(experience: Experience, *, limit: int) -> list[tuple[E
 
 
 def _lock_pair(first_id: int, second_id: int) -> tuple[Experience, Experience]:
-    rows = {e.pk: e for e in Experience.objects.select_for_update().filter(pk__in=[first_id, second_id]).order_by("pk")}
+    rows = {
+        e.pk: e
+        for e in Experience.objects.select_for_update()
+        .filter(pk__in=[first_id, second_id])
+        .order_by("pk")
+    }
     if len(rows) != 2:
         raise NotFound("one of the experiences no longer exists")
     return rows[first_id], rows[second_id]
@@ -142,7 +171,9 @@ def experience_merge(
         absorbed.save(update_fields=["merged_into", "updated_at"])
 
         survivor_traces = set(survivor.sources.values_list("trace_id", flat=True))
-        movable = list(absorbed.sources.exclude(trace_id__in=survivor_traces).values_list("pk", flat=True))
+        movable = list(
+            absorbed.sources.exclude(trace_id__in=survivor_traces).values_list("pk", flat=True)
+        )
         ExperienceSource.objects.filter(pk__in=movable).update(experience=survivor)
         before["moved_sources"] = movable
 
@@ -173,14 +204,19 @@ def experience_merge(
             object_id=survivor.pk,
             project=survivor.project,
             user=user,
-            before={"survivor": before["survivor"]["advice"], "absorbed_id": absorbed.pk,
-                    "absorbed": before["absorbed"]["advice"]},  # fmt: skip
+            before={
+                "survivor": before["survivor"]["advice"],
+                "absorbed_id": absorbed.pk,
+                "absorbed": before["absorbed"]["advice"],
+            },
             after={"advice": survivor.advice, "merge_id": merge.pk},
         )
     return merge
 
 
-def experience_merge_undo(*, merge_id: int, user: AbstractBaseUser | None = None) -> ExperienceMerge:
+def experience_merge_undo(
+    *, merge_id: int, user: AbstractBaseUser | None = None
+) -> ExperienceMerge:
     """Restore both experiences and their provenance as they were before the merge."""
     with transaction.atomic():
         merge = ExperienceMerge.objects.select_for_update().filter(pk=merge_id).first()
@@ -189,7 +225,9 @@ def experience_merge_undo(*, merge_id: int, user: AbstractBaseUser | None = None
         if merge.undone_at is not None:
             raise Conflict("this merge was already undone")
         survivor, absorbed = _lock_pair(merge.survivor_id, merge.absorbed_id)
-        later = ExperienceMerge.objects.filter(survivor=survivor, pk__gt=merge.pk, undone_at__isnull=True)
+        later = ExperienceMerge.objects.filter(
+            survivor=survivor, pk__gt=merge.pk, undone_at__isnull=True
+        )
         if later.exists():
             raise Conflict("undo the later merges into this experience first")
         _restore(survivor, merge.before["survivor"])
@@ -198,7 +236,9 @@ def experience_merge_undo(*, merge_id: int, user: AbstractBaseUser | None = None
         survivor.version = merge.before["survivor"]["version"] + 2  # a new version: the undo
         survivor.save()
         absorbed.save()
-        ExperienceSource.objects.filter(pk__in=merge.before["moved_sources"]).update(experience=absorbed)
+        ExperienceSource.objects.filter(pk__in=merge.before["moved_sources"]).update(
+            experience=absorbed
+        )
         ExperienceVersion.objects.create(
             experience=survivor,
             version=survivor.version,
@@ -228,7 +268,9 @@ def experience_dedup(*, experience_id: int, merge_advice=None) -> str:
     """
     for _attempt in range(3):
         experience = (
-            Experience.objects.filter(pk=experience_id, merged_into__isnull=True, embedding__isnull=False)
+            Experience.objects.filter(
+                pk=experience_id, merged_into__isnull=True, embedding__isnull=False
+            )
             .exclude(status__in=INACTIVE)
             .first()
         )
@@ -243,20 +285,26 @@ def experience_dedup(*, experience_id: int, merge_advice=None) -> str:
             advice = merge_advice(survivor, absorbed) if merge_advice else None
             try:
                 experience_merge(
-                    survivor_id=survivor.pk, absorbed_id=absorbed.pk, similarity=similarity,
-                    kind=ExperienceMerge.Kind.AUTO, advice=advice,
-                )  # fmt: skip
+                    survivor_id=survivor.pk,
+                    absorbed_id=absorbed.pk,
+                    similarity=similarity,
+                    kind=ExperienceMerge.Kind.AUTO,
+                    advice=advice,
+                )
             except Conflict:
                 continue  # a concurrent merge moved one of them: look again
             return "merged"
         proposed = [
-            (other, s) for other, s in neighbours if s >= settings.HINDSIGHT_DEDUP_PROPOSAL_THRESHOLD
+            (other, s)
+            for other, s in neighbours
+            if s >= settings.HINDSIGHT_DEDUP_PROPOSAL_THRESHOLD
         ]
         for other, s in proposed:
             first, second = sorted((experience.pk, other.pk))
             MergeProposal.objects.get_or_create(
-                first_id=first, second_id=second,
+                first_id=first,
+                second_id=second,
                 defaults={"project_id": experience.project_id, "similarity": round(s, 4)},
-            )  # fmt: skip
+            )
         return "proposed" if proposed else "new"
     return "contended"

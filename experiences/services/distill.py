@@ -74,7 +74,13 @@ def _path(trace: TraceView, steps: list[StepView], labels: dict[int, str]) -> li
 
 
 def experience_draft(
-    *, trace: TraceView, steps: list[StepView], window: Window, advice: str, labels: dict[int, str], source: str
+    *,
+    trace: TraceView,
+    steps: list[StepView],
+    window: Window,
+    advice: str,
+    labels: dict[int, str],
+    source: str,
 ) -> ExperienceDraft:
     polarity = _polarity(trace) if window.kind == "full" else "failure"
     return ExperienceDraft(
@@ -88,7 +94,9 @@ def experience_draft(
     )
 
 
-def pattern_drafts(*, trace: TraceView, steps: list[StepView], labels: dict[int, str]) -> list[PatternDraft]:
+def pattern_drafts(
+    *, trace: TraceView, steps: list[StepView], labels: dict[int, str]
+) -> list[PatternDraft]:
     drafts = []
     for step in steps:
         if labels.get(step.index) not in ("failed", "misleading") or not step.tool:
@@ -96,13 +104,19 @@ def pattern_drafts(*, trace: TraceView, steps: list[StepView], labels: dict[int,
         if labels[step.index] == "misleading" and not step.is_error:
             continue  # a misleading call that did not fail has no error to warn about
         instead_step = next(
-            (s for s in steps if s.index > step.index and s.tool and labels.get(s.index) == "necessary"),
+            (
+                s
+                for s in steps
+                if s.index > step.index and s.tool and labels.get(s.index) == "necessary"
+            ),
             None,
         )
         instead = ""
         if instead_step is not None:
             args = as_text(instead_step.arguments)[:80]
-            instead = f"use {instead_step.tool}" + (f" with {args}" if args not in ("", "{}") else "")
+            instead = f"use {instead_step.tool}" + (
+                f" with {args}" if args not in ("", "{}") else ""
+            )
         drafts.append(
             PatternDraft(
                 tool=step.tool,
@@ -117,7 +131,9 @@ def pattern_drafts(*, trace: TraceView, steps: list[StepView], labels: dict[int,
     return drafts
 
 
-def drafts_from_outcomes(outcomes: list[ReviewOutcome]) -> tuple[list[ExperienceDraft], list[PatternDraft]]:
+def drafts_from_outcomes(
+    outcomes: list[ReviewOutcome],
+) -> tuple[list[ExperienceDraft], list[PatternDraft]]:
     experiences, patterns = [], []
     for outcome in outcomes:
         template, request = outcome.template, outcome.request
@@ -158,7 +174,9 @@ def _scene(trace: Trace) -> dict[str, Any]:
     }
 
 
-def experiences_store(*, trace: Trace, reviews: list[Review], drafts: list[ExperienceDraft]) -> list[Experience]:
+def experiences_store(
+    *, trace: Trace, reviews: list[Review], drafts: list[ExperienceDraft]
+) -> list[Experience]:
     """Create the experiences of freshly applied reviews (inside the review's transaction)."""
     by_window = {(r.kind, r.window_start, r.window_end): r for r in reviews}
     model_name = get_embedder().model_name
@@ -235,7 +253,13 @@ def patterns_store(*, trace: Trace, drafts: list[PatternDraft]) -> list[FailureP
     return list(locked.values())
 
 
-def distillation_store(*, trace_id: int, reviews: list[Review], drafts: list[ExperienceDraft], patterns: list[PatternDraft]) -> list[Experience]:
+def distillation_store(
+    *,
+    trace_id: int,
+    reviews: list[Review],
+    drafts: list[ExperienceDraft],
+    patterns: list[PatternDraft],
+) -> list[Experience]:
     trace = Trace.objects.get(pk=trace_id)
     experiences = experiences_store(trace=trace, reviews=reviews, drafts=drafts)
     patterns_store(trace=trace, drafts=patterns)
@@ -263,7 +287,12 @@ def experience_rederive(*, trace_id: int) -> list[Experience]:
     window = Window("full", "relabel", steps[0].index, steps[-1].index)
     request = review_request(view, steps, window)
     judgements = {
-        s.index: StepJudgement(index=s.index, label=s.label, reason=s.label_reason or "-", confidence=s.label_confidence or 1.0)
+        s.index: StepJudgement(
+            index=s.index,
+            label=s.label,
+            reason=s.label_reason or "-",
+            confidence=s.label_confidence or 1.0,
+        )
         for s in steps_db
     }
     template = build_template(request, judgements)
@@ -271,11 +300,18 @@ def experience_rederive(*, trace_id: int) -> list[Experience]:
     has_human = any(s.label_source == Step.LabelSource.HUMAN for s in steps_db)
     source = Experience.Source.HUMAN if has_human else steps_db[0].label_source
     draft = experience_draft(
-        trace=view, steps=steps, window=window, advice=template.experience, labels=labels, source=source
+        trace=view,
+        steps=steps,
+        window=window,
+        advice=template.experience,
+        labels=labels,
+        source=source,
     )
     if template.worth_reference:
         drafts_embed([draft])
-    patterns = pattern_drafts(trace=view, steps=steps, labels=labels) if template.worth_reference else []
+    patterns = (
+        pattern_drafts(trace=view, steps=steps, labels=labels) if template.worth_reference else []
+    )
 
     with transaction.atomic():
         trace = Trace.objects.select_for_update().get(pk=trace_id)
@@ -295,7 +331,9 @@ def experience_rederive(*, trace_id: int) -> list[Experience]:
     return result
 
 
-def _experience_revise(experience: Experience, draft: ExperienceDraft, worthy: bool, trace: Trace) -> Experience:
+def _experience_revise(
+    experience: Experience, draft: ExperienceDraft, worthy: bool, trace: Trace
+) -> Experience:
     if not worthy:
         if experience.status not in (Experience.Status.ARCHIVED, Experience.Status.REJECTED):
             experience.status = Experience.Status.ARCHIVED
@@ -320,5 +358,7 @@ def _experience_revise(experience: Experience, draft: ExperienceDraft, worthy: b
         source=experience.source,
         reason=f"re-derived from corrected labels of trace {trace.pk}",
     )
-    ExperienceSource.objects.filter(experience=experience, trace=trace).update(step_indexes=draft.step_indexes)
+    ExperienceSource.objects.filter(experience=experience, trace=trace).update(
+        step_indexes=draft.step_indexes
+    )
     return experience

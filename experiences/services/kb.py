@@ -31,7 +31,9 @@ do and what to avoid. Keep every concrete tool, argument and environment detail;
 
 
 def group_key(experience: Experience) -> str:
-    return f"tool:{experience.tools[0]}" if experience.tools else f"task_type:{experience.task_type}"
+    return (
+        f"tool:{experience.tools[0]}" if experience.tools else f"task_type:{experience.task_type}"
+    )
 
 
 def _title(key: str) -> str:
@@ -43,30 +45,41 @@ def template_body(key: str, experiences: list[Experience]) -> str:
     strategies = [e for e in experiences if e.polarity == Experience.Polarity.SUCCESS]
     lessons = [e for e in experiences if e.polarity == Experience.Polarity.FAILURE]
     lines = [f"# {_title(key)}", ""]
-    lines.append(f"_{len(experiences)} promoted experience(s), "
-                 f"{sum(e.support_count for e in experiences)} supporting trajectories._")  # fmt: skip
+    lines.append(
+        f"_{len(experiences)} promoted experience(s), "
+        f"{sum(e.support_count for e in experiences)} supporting trajectories._"
+    )
     for heading, group in (("What works", strategies), ("What to avoid", lessons)):
         if group:
             lines += ["", f"## {heading}", ""]
             for e in group:
                 where = f" (environments: {', '.join(e.environment)})" if e.environment else ""
-                lines.append(f"- {e.advice}{where} — seen {e.support_count}×, "
-                             f"{e.upvotes} up / {e.downvotes} down")  # fmt: skip
+                lines.append(
+                    f"- {e.advice}{where} — seen {e.support_count}×, "
+                    f"{e.upvotes} up / {e.downvotes} down"
+                )
     return "\n".join(lines) + "\n"
 
 
 def _llm_body(key: str, experiences: list[Experience]) -> str | None:
     if not settings.OPENAI_BASE_URL:
         return None
-    client = openai.OpenAI(base_url=settings.OPENAI_BASE_URL, api_key=settings.OPENAI_API_KEY or "unused",
-                           timeout=settings.HINDSIGHT_LLM_TIMEOUT, max_retries=1)  # fmt: skip
+    client = openai.OpenAI(
+        base_url=settings.OPENAI_BASE_URL,
+        api_key=settings.OPENAI_API_KEY or "unused",
+        timeout=settings.HINDSIGHT_LLM_TIMEOUT,
+        max_retries=1,
+    )
     listing = "\n".join(f"- ({e.polarity}) {e.advice}" for e in experiences)
     try:
         completion = client.chat.completions.create(
-            model=settings.HINDSIGHT_LLM_MODEL, temperature=0,
-            messages=[{"role": "system", "content": REWRITE_PROMPT},
-                      {"role": "user", "content": f"Topic: {_title(key)}\n{listing}"}],
-        )  # fmt: skip
+            model=settings.HINDSIGHT_LLM_MODEL,
+            temperature=0,
+            messages=[
+                {"role": "system", "content": REWRITE_PROMPT},
+                {"role": "user", "content": f"Topic: {_title(key)}\n{listing}"},
+            ],
+        )
     except openai.OpenAIError:
         logger.warning("KB rewrite by the LLM failed; using the template", exc_info=True)
         return None
@@ -76,9 +89,13 @@ def _llm_body(key: str, experiences: list[Experience]) -> str | None:
 def kb_rebuild(*, project: Project, user: AbstractBaseUser | None = None) -> list[KbArticle]:
     """Regenerate the articles from the currently promoted experiences."""
     groups: dict[str, list[Experience]] = defaultdict(list)
-    promoted = Experience.objects.filter(
-        project=project, status=Experience.Status.PROMOTED, merged_into__isnull=True
-    ).order_by("pk").defer("embedding")
+    promoted = (
+        Experience.objects.filter(
+            project=project, status=Experience.Status.PROMOTED, merged_into__isnull=True
+        )
+        .order_by("pk")
+        .defer("embedding")
+    )
     for experience in promoted:
         groups[group_key(experience)].append(experience)
     bodies = {}
@@ -93,30 +110,55 @@ def kb_rebuild(*, project: Project, user: AbstractBaseUser | None = None) -> lis
             if key in bodies:
                 body, generator = bodies[key]
                 KbArticle.objects.update_or_create(
-                    project=project, key=key,
-                    defaults={"title": _title(key), "body": body, "experience_ids": ids, "generated_by": generator},
-                )  # fmt: skip
+                    project=project,
+                    key=key,
+                    defaults={
+                        "title": _title(key),
+                        "body": body,
+                        "experience_ids": ids,
+                        "generated_by": generator,
+                    },
+                )
             else:
                 KbArticle.objects.filter(project=project, key=key).update(experience_ids=ids)
-        KbArticle.objects.filter(project=project, is_edited=False).exclude(key__in=list(groups)).delete()
-        audit_event(action="kb.rebuild", object_type="project", object_id=project.pk, project=project,
-                    user=user, after={"articles": sorted(groups)})  # fmt: skip
+        KbArticle.objects.filter(project=project, is_edited=False).exclude(
+            key__in=list(groups)
+        ).delete()
+        audit_event(
+            action="kb.rebuild",
+            object_type="project",
+            object_id=project.pk,
+            project=project,
+            user=user,
+            after={"articles": sorted(groups)},
+        )
     return list(KbArticle.objects.filter(project=project))
 
 
-def kb_article_edit(*, project: Project, article_id: int, title: str, body: str, user: AbstractBaseUser) -> KbArticle:
+def kb_article_edit(
+    *, project: Project, article_id: int, title: str, body: str, user: AbstractBaseUser
+) -> KbArticle:
     if not title.strip() or not body.strip():
         raise InvalidInput("an article needs a title and a body")
     with transaction.atomic():
-        article = KbArticle.objects.select_for_update().filter(project=project, pk=article_id).first()
+        article = (
+            KbArticle.objects.select_for_update().filter(project=project, pk=article_id).first()
+        )
         if article is None:
             raise NotFound(f"article {article_id} not found")
         before = {"title": article.title, "body": article.body}
         article.title, article.body = title.strip(), body.strip() + "\n"
         article.is_edited, article.edited_by = True, user
         article.save()
-        audit_event(action="kb.edit", object_type="kb_article", object_id=article.pk, project=project,
-                    user=user, before=before, after={"title": article.title, "body": article.body})  # fmt: skip
+        audit_event(
+            action="kb.edit",
+            object_type="kb_article",
+            object_id=article.pk,
+            project=project,
+            user=user,
+            before=before,
+            after={"title": article.title, "body": article.body},
+        )
     return article
 
 
@@ -130,20 +172,41 @@ def _articles(project: Project) -> list[KbArticle]:
 
 def kb_export_jsonl(*, project: Project) -> str:
     experiences = {
-        e.pk: e for e in Experience.objects.filter(project=project, status=Experience.Status.PROMOTED).defer("embedding")
+        e.pk: e
+        for e in Experience.objects.filter(
+            project=project, status=Experience.Status.PROMOTED
+        ).defer("embedding")
     }
     lines = []
     for article in _articles(project):
         items = [experiences[i] for i in sorted(article.experience_ids) if i in experiences]
-        lines.append(json.dumps({
-            "key": article.key, "title": article.title, "body": article.body,
-            "generated_by": article.generated_by, "is_edited": article.is_edited,
-            "experiences": [{
-                "id": e.pk, "advice": e.advice, "polarity": e.polarity, "tools": e.tools,
-                "environment": e.environment, "task_type": e.task_type,
-                "support_count": e.support_count, "upvotes": e.upvotes, "downvotes": e.downvotes,
-            } for e in items],
-        }, sort_keys=True, ensure_ascii=False))  # fmt: skip
+        lines.append(
+            json.dumps(
+                {
+                    "key": article.key,
+                    "title": article.title,
+                    "body": article.body,
+                    "generated_by": article.generated_by,
+                    "is_edited": article.is_edited,
+                    "experiences": [
+                        {
+                            "id": e.pk,
+                            "advice": e.advice,
+                            "polarity": e.polarity,
+                            "tools": e.tools,
+                            "environment": e.environment,
+                            "task_type": e.task_type,
+                            "support_count": e.support_count,
+                            "upvotes": e.upvotes,
+                            "downvotes": e.downvotes,
+                        }
+                        for e in items
+                    ],
+                },
+                sort_keys=True,
+                ensure_ascii=False,
+            )
+        )
     return "".join(line + "\n" for line in lines)
 
 

@@ -15,7 +15,9 @@ _QUOTED = re.compile(r"(['\"]).*?\1")
 def error_signature(step: StepView) -> str:
     """The error, with the run-specific parts (numbers, ids, paths, quoted values) blanked."""
     observation = step.observation_raw or step.observation
-    lines = signal_lines(observation) or [line for line in observation.splitlines() if line.strip()][:1]
+    lines = (
+        signal_lines(observation) or [line for line in observation.splitlines() if line.strip()][:1]
+    )
     text = (step.error_type + ": " if step.error_type else "") + (lines[0] if lines else "")
     text = _QUOTED.sub("<s>", text.lower())
     text = _PATH.sub("<path>", text)

@@ -82,7 +82,9 @@ def evidence_factor(experience: Experience) -> float:
     return STATUS_BONUS.get(experience.status, 1.0) * votes * support
 
 
-def score_parts(experience: Experience, *, similarity: float, asked_env: list[str], now) -> tuple[dict[str, float], bool | None]:
+def score_parts(
+    experience: Experience, *, similarity: float, asked_env: list[str], now
+) -> tuple[dict[str, float], bool | None]:
     match = environment_match(asked_env, experience.environment)
     age_days = (now - experience.evidence_at).total_seconds() / 86400
     parts = {
@@ -127,7 +129,9 @@ def _query_text(query: RecallQuery) -> str:
     return f"{query.task}\n{query.intent}" if query.intent else query.task
 
 
-def experience_recall(*, project: Project, query: RecallQuery, api_key: ApiKey | None = None) -> RecallResult:
+def experience_recall(
+    *, project: Project, query: RecallQuery, api_key: ApiKey | None = None
+) -> RecallResult:
     started = time.perf_counter()
     (vector,) = get_embedder().embed([_query_text(query)])
     limit = max(settings.HINDSIGHT_RECALL_CANDIDATES, query.k)
@@ -143,22 +147,31 @@ def experience_recall(*, project: Project, query: RecallQuery, api_key: ApiKey |
         similarity = 1 - experience.distance
         if similarity < settings.HINDSIGHT_RECALL_MIN_SIMILARITY:
             continue
-        parts, match = score_parts(experience, similarity=similarity, asked_env=query.environment, now=now)
+        parts, match = score_parts(
+            experience, similarity=similarity, asked_env=query.environment, now=now
+        )
         score = math.prod(parts.values())
         items.append(RecallItem(experience, round(score, 4), parts, match))
     items.sort(key=lambda item: item.score, reverse=True)
     items = items[: query.k]
-    warnings = warnings_for_tools(project=project, tools=query.tools) if query.include_warnings else []
+    warnings = (
+        warnings_for_tools(project=project, tools=query.tools) if query.include_warnings else []
+    )
     block = prompt_block(items, query)
     log = RecallLog.objects.create(
         project=project,
         api_key=api_key,
         query={k: v for k, v in query.__dict__.items()},
-        returned=[{"experience_id": i.experience.pk, "score": i.score, "rank": n} for n, i in enumerate(items)],
+        returned=[
+            {"experience_id": i.experience.pk, "score": i.score, "rank": n}
+            for n, i in enumerate(items)
+        ],
         latency_ms=round((time.perf_counter() - started) * 1000, 2),
     )
     if items:
-        Experience.objects.filter(pk__in=[i.experience.pk for i in items]).update(last_recalled_at=now)
+        Experience.objects.filter(pk__in=[i.experience.pk for i in items]).update(
+            last_recalled_at=now
+        )
     return RecallResult(log=log, items=items, prompt_block=block, warnings=warnings)
 
 
@@ -172,7 +185,9 @@ def prompt_block(items: list[RecallItem], query: RecallQuery) -> str:
     ]
     for item in items:
         experience = item.experience
-        prefix = "Lesson from a failure: " if experience.polarity == Experience.Polarity.FAILURE else ""
+        prefix = (
+            "Lesson from a failure: " if experience.polarity == Experience.Polarity.FAILURE else ""
+        )
         caveat = ""
         if item.environment_match is False:
             caveat = (
@@ -189,7 +204,9 @@ def _vote_counts(helpful: list[int], unhelpful: list[int]) -> dict[int, tuple[in
     return counts
 
 
-def recall_feedback(*, project: Project, recall_id: int, helpful: list[int], unhelpful: list[int]) -> RecallLog:
+def recall_feedback(
+    *, project: Project, recall_id: int, helpful: list[int], unhelpful: list[int]
+) -> RecallLog:
     """Record which returned items helped. Sending feedback again replaces the earlier one:
     votes move by the difference."""
     with transaction.atomic():

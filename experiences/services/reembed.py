@@ -47,14 +47,20 @@ def experiences_to_reembed(*, everything: bool = False):
     return queryset.order_by("pk")
 
 
-def experiences_reembed(*, everything: bool = False, on_progress: Callable[[int], None] | None = None) -> int:
+def experiences_reembed(
+    *, everything: bool = False, on_progress: Callable[[int], None] | None = None
+) -> int:
     """Recompute vectors in batches; returns how many were re-embedded."""
     model = get_embedder().model_name
     batch = settings.HINDSIGHT_EMBEDDING_BATCH * 4
     ids = list(experiences_to_reembed(everything=everything).values_list("pk", flat=True))
     done = 0
     for start in range(0, len(ids), batch):
-        rows = list(Experience.objects.filter(pk__in=ids[start : start + batch]).only("pk", "task", "advice"))
+        rows = list(
+            Experience.objects.filter(pk__in=ids[start : start + batch]).only(
+                "pk", "task", "advice"
+            )
+        )
         vectors = embed_in_batches([f"{e.task}\n{e.advice}" for e in rows])
         for experience, vector in zip(rows, vectors, strict=True):
             experience.embedding = vector

@@ -28,7 +28,10 @@ class WarningItem:
 
 
 def _message(pattern: FailurePattern) -> str:
-    text = f"Similar calls to {pattern.tool} failed {pattern.occurrences} times ({pattern.error_signature})."
+    text = (
+        f"Similar calls to {pattern.tool} failed {pattern.occurrences} times "
+        f"({pattern.error_signature})."
+    )
     if pattern.instead:
         text += f" Instead, {pattern.instead}."
     return text
@@ -40,7 +43,9 @@ def _frequent(project: Project):
     ).order_by("-occurrences", "-id")
 
 
-def warnings_for_call(*, project: Project, tool: str, arguments: Any, environment: list[str] | None = None) -> list[WarningItem]:
+def warnings_for_call(
+    *, project: Project, tool: str, arguments: Any, environment: list[str] | None = None
+) -> list[WarningItem]:
     shape = argument_shape(arguments)
     items = []
     for pattern in _frequent(project).filter(tool=tool)[:50]:
@@ -50,7 +55,14 @@ def warnings_for_call(*, project: Project, tool: str, arguments: Any, environmen
         if environment and pattern.environment and not set(environment) & set(pattern.environment):
             continue  # a failure seen only elsewhere says little about this environment
         items.append(
-            WarningItem(pattern.pk, pattern.tool, _message(pattern), pattern.occurrences, pattern.instead, round(similarity, 3))
+            WarningItem(
+                pattern.pk,
+                pattern.tool,
+                _message(pattern),
+                pattern.occurrences,
+                pattern.instead,
+                round(similarity, 3),
+            )
         )
     return items[:MAX_WARNINGS]
 

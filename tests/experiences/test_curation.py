@@ -34,20 +34,29 @@ def test_lifecycle_transitions(project, admin_user, path, allowed):
     experience = make(project)
     if allowed:
         for status in path:
-            curation.experience_set_status(experience_id=experience.pk, status=status, user=admin_user)
+            curation.experience_set_status(
+                experience_id=experience.pk, status=status, user=admin_user
+            )
         experience.refresh_from_db()
         assert experience.status == path[-1]
         assert AuditEvent.objects.filter(action="experience.status").count() == len(path)
     else:
         with pytest.raises(Conflict, match="can become"):
             for status in path:
-                curation.experience_set_status(experience_id=experience.pk, status=status, user=admin_user)
+                curation.experience_set_status(
+                    experience_id=experience.pk, status=status, user=admin_user
+                )
 
 
 def test_scope_is_normalised_and_audited(project, admin_user):
     experience = make(project)
-    curation.experience_set_scope(experience_id=experience.pk, environments=[" K8S ", "k8s"],
-                                  agents=["ops-bot"], users=[], user=admin_user)  # fmt: skip
+    curation.experience_set_scope(
+        experience_id=experience.pk,
+        environments=[" K8S ", "k8s"],
+        agents=["ops-bot"],
+        users=[],
+        user=admin_user,
+    )
     experience.refresh_from_db()
     assert (experience.scope_environments, experience.scope_agents) == (["k8s"], ["ops-bot"])
     assert not experience.is_global
@@ -57,8 +66,12 @@ def test_scope_is_normalised_and_audited(project, admin_user):
 
 def test_an_edit_makes_a_human_version_and_re_embeds(project, admin_user):
     experience = make(project)
-    curation.experience_edit(experience_id=experience.pk, advice="When you debug restarts, read docker_logs --tail 200.",
-                             scene={"tools": ["docker_logs", "grep"]}, user=admin_user)  # fmt: skip
+    curation.experience_edit(
+        experience_id=experience.pk,
+        advice="When you debug restarts, read docker_logs --tail 200.",
+        scene={"tools": ["docker_logs", "grep"]},
+        user=admin_user,
+    )
     experience.refresh_from_db()
     assert experience.source == "human" and experience.version == 2
     assert experience.tools == ["docker_logs", "grep"]
@@ -86,8 +99,13 @@ def test_votes_count_once_per_person_and_can_change(project, admin_user):
 
 
 def test_a_proposal_merged_with_a_chosen_wording(project, admin_user):
-    first, second = make(project, advice="first wording"), make(project, cosine=0.9, advice="second wording")
-    proposal = MergeProposal.objects.create(project=project, first=first, second=second, similarity=0.9)
+    first, second = (
+        make(project, advice="first wording"),
+        make(project, cosine=0.9, advice="second wording"),
+    )
+    proposal = MergeProposal.objects.create(
+        project=project, first=first, second=second, similarity=0.9
+    )
     curation.proposal_decide(proposal_id=proposal.pk, user=admin_user, merge=True, keep="second")
 
     first.refresh_from_db()
@@ -102,7 +120,9 @@ def test_a_proposal_merged_with_a_chosen_wording(project, admin_user):
 
 def test_a_proposal_dismissed_leaves_both(project, admin_user):
     first, second = make(project), make(project, cosine=0.9)
-    proposal = MergeProposal.objects.create(project=project, first=first, second=second, similarity=0.9)
+    proposal = MergeProposal.objects.create(
+        project=project, first=first, second=second, similarity=0.9
+    )
     curation.proposal_decide(proposal_id=proposal.pk, user=admin_user, merge=False)
     assert Experience.objects.filter(merged_into__isnull=True).count() == 2
     assert AuditEvent.objects.filter(action="experience.proposal.dismiss").exists()
@@ -117,7 +137,12 @@ def promoted(project, **fields) -> Experience:
 
 def test_kb_groups_promoted_experiences_by_tool(project):
     promoted(project, tools=["docker_logs"], advice="When you debug restarts, read docker_logs.")
-    promoted(project, tools=["docker_logs"], polarity="failure", advice="Do not tail docker_logs without --since.")
+    promoted(
+        project,
+        tools=["docker_logs"],
+        polarity="failure",
+        advice="Do not tail docker_logs without --since.",
+    )
     promoted(project, tools=["kubectl"], advice="When you roll out, use kubectl rollout status.")
     make(project, tools=["terraform"], status="approved")
     articles = {a.key: a for a in kb.kb_rebuild(project=project)}
@@ -132,10 +157,20 @@ def test_kb_groups_promoted_experiences_by_tool(project):
 def test_an_edited_article_survives_a_rebuild(project, admin_user):
     promoted(project)
     (article,) = kb.kb_rebuild(project=project)
-    kb.kb_article_edit(project=project, article_id=article.pk, title="Restarts", body="Read the logs.", user=admin_user)
+    kb.kb_article_edit(
+        project=project,
+        article_id=article.pk,
+        title="Restarts",
+        body="Read the logs.",
+        user=admin_user,
+    )
     kb.kb_rebuild(project=project)
     article.refresh_from_db()
-    assert (article.title, article.body, article.is_edited) == ("Restarts", "Read the logs.\n", True)
+    assert (article.title, article.body, article.is_edited) == (
+        "Restarts",
+        "Read the logs.\n",
+        True,
+    )
 
 
 def test_the_llm_writes_articles_when_configured(project, llm_settings):

@@ -23,11 +23,21 @@ def vector(cosine_to_base: float, axis: int = 1) -> list[float]:
     return v
 
 
-def make(project, *, cosine: float = 1.0, axis: int = 1, trace: Trace | None = None, **fields) -> Experience:
-    values = {"project": project, "task": "web container restarts", "polarity": "success",
-              "status": "candidate", "source": "heuristic", "tools": ["docker_logs"],
-              "environment": ["docker"], "advice": "When you see restarts, read docker_logs.",
-              "embedding": vector(cosine, axis), "embedding_model": "test"}  # fmt: skip
+def make(
+    project, *, cosine: float = 1.0, axis: int = 1, trace: Trace | None = None, **fields
+) -> Experience:
+    values = {
+        "project": project,
+        "task": "web container restarts",
+        "polarity": "success",
+        "status": "candidate",
+        "source": "heuristic",
+        "tools": ["docker_logs"],
+        "environment": ["docker"],
+        "advice": "When you see restarts, read docker_logs.",
+        "embedding": vector(cosine, axis),
+        "embedding_model": "test",
+    }
     values.update(fields)
     experience = Experience.objects.create(**values)
     if trace is not None:
@@ -38,17 +48,28 @@ def make(project, *, cosine: float = 1.0, axis: int = 1, trace: Trace | None = N
 @pytest.fixture
 def traces(project):
     return [
-        Trace.objects.create(project=project, external_id=f"t{i}", agent="a", task="t", completed_at="2026-01-01T00:00Z")
+        Trace.objects.create(
+            project=project,
+            external_id=f"t{i}",
+            agent="a",
+            task="t",
+            completed_at="2026-01-01T00:00Z",
+        )
         for i in range(3)
-    ]  # fmt: skip
+    ]
 
 
 @pytest.mark.django_db
 def test_a_near_identical_experience_is_merged_into_the_older_one(project, traces):
     old = make(project, trace=traces[0], support_count=2, success_count=2, upvotes=1)
-    new = make(project, cosine=0.99, trace=traces[1],
-               advice="When you see restarts with docker on k8s, read docker_logs and docker_inspect.",
-               tools=["docker_logs", "docker_inspect"], environment=["docker", "k8s"])  # fmt: skip
+    new = make(
+        project,
+        cosine=0.99,
+        trace=traces[1],
+        advice="When you see restarts with docker on k8s, read docker_logs and docker_inspect.",
+        tools=["docker_logs", "docker_inspect"],
+        environment=["docker", "k8s"],
+    )
 
     assert experience_dedup(experience_id=new.pk) == "merged"
     old.refresh_from_db()
@@ -87,7 +108,9 @@ def test_a_different_experience_stays_new(project):
     "difference",
     [{"polarity": "failure"}, {"scope_agents": ["ops-bot"]}, {"status": "rejected"}],
 )
-def test_only_experiences_of_the_same_polarity_scope_and_active_status_are_compared(project, difference):
+def test_only_experiences_of_the_same_polarity_scope_and_active_status_are_compared(
+    project, difference
+):
     other = make(project, **difference)
     new = make(project)
     assert experience_dedup(experience_id=new.pk) == "new"
@@ -109,7 +132,9 @@ def test_an_llm_merges_both_wordings_when_configured(project, llm_settings):
 @pytest.mark.django_db
 def test_undo_restores_both_experiences_and_their_provenance(project, traces):
     old = make(project, trace=traces[0], advice="short")
-    new = make(project, cosine=0.99, trace=traces[1], tools=["docker_logs", "docker_ps"], status="approved")
+    new = make(
+        project, cosine=0.99, trace=traces[1], tools=["docker_logs", "docker_ps"], status="approved"
+    )
     experience_dedup(experience_id=new.pk)
     merge = ExperienceMerge.objects.get()
 
@@ -117,7 +142,12 @@ def test_undo_restores_both_experiences_and_their_provenance(project, traces):
     old.refresh_from_db()
     new.refresh_from_db()
     assert new.merged_into is None and new.status == "approved"
-    assert (old.advice, old.tools, old.status, old.support_count) == ("short", ["docker_logs"], "candidate", 1)
+    assert (old.advice, old.tools, old.status, old.support_count) == (
+        "short",
+        ["docker_logs"],
+        "candidate",
+        1,
+    )
     assert list(old.sources.values_list("trace_id", flat=True)) == [traces[0].pk]
     assert list(new.sources.values_list("trace_id", flat=True)) == [traces[1].pk]
     assert old.embedding[0] == pytest.approx(1.0)
@@ -144,7 +174,7 @@ def test_parallel_dedup_never_loses_evidence_or_merges_into_a_merged_row(project
         barrier = threading.Barrier(len(rows))
         errors: list[BaseException] = []
 
-        def dedup(experience_id: int) -> None:
+        def dedup(experience_id: int, barrier=barrier, errors=errors) -> None:
             try:
                 barrier.wait()
                 experience_dedup(experience_id=experience_id)
@@ -163,5 +193,7 @@ def test_parallel_dedup_never_loses_evidence_or_merges_into_a_merged_row(project
         alive = list(Experience.objects.filter(merged_into__isnull=True))
         assert len(alive) == 1, f"round {round_}: {len(alive)} survivors"
         assert alive[0].support_count == len(rows)  # every piece of evidence arrived
-        merged_into = set(Experience.objects.exclude(pk=alive[0].pk).values_list("merged_into", flat=True))
+        merged_into = set(
+            Experience.objects.exclude(pk=alive[0].pk).values_list("merged_into", flat=True)
+        )
         assert merged_into <= {e.pk for e in Experience.objects.all()}

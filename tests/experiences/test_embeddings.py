@@ -28,9 +28,15 @@ def openai_embeddings(settings, fake_openai):
 def test_local_vectors_are_normalised_and_similar_texts_are_close():
     embedder = get_embedder()
     assert isinstance(embedder, LocalMiniLM)
-    a, b, c = np.array(embedder.embed([
-        "the web container keeps restarting", "restart loop of the web container", "bake a cake",
-    ]))  # fmt: skip
+    a, b, c = np.array(
+        embedder.embed(
+            [
+                "the web container keeps restarting",
+                "restart loop of the web container",
+                "bake a cake",
+            ]
+        )
+    )
     assert abs(np.linalg.norm(a) - 1) < 1e-3
     assert a @ b > 0.6 > a @ c
 
@@ -45,9 +51,15 @@ def test_the_openai_compatible_endpoint_is_used_when_configured(openai_embedding
 
 
 def _experience(project, **fields) -> Experience:
-    values = {"project": project, "advice": "When you use docker_logs, first grep for OOMKilled.",
-              "task": "web restarts", "polarity": "success", "source": "heuristic",
-              "embedding": fake_vector("old", 384), "embedding_model": "all-MiniLM-L6-v2"}  # fmt: skip
+    values = {
+        "project": project,
+        "advice": "When you use docker_logs, first grep for OOMKilled.",
+        "task": "web restarts",
+        "polarity": "success",
+        "source": "heuristic",
+        "embedding": fake_vector("old", 384),
+        "embedding_model": "all-MiniLM-L6-v2",
+    }
     values.update(fields)
     return Experience.objects.create(**values)
 
@@ -63,7 +75,9 @@ def test_reembed_updates_only_vectors_of_another_model(project, openai_embedding
     current.refresh_from_db()
     assert "re-embedded 1 experience(s)" in out.getvalue()
     assert stale.embedding_model == "fake-embed"
-    assert np.allclose(stale.embedding, fake_vector("web restarts\n" + stale.advice, 384), atol=1e-6)
+    assert np.allclose(
+        stale.embedding, fake_vector("web restarts\n" + stale.advice, 384), atol=1e-6
+    )
     assert np.allclose(current.embedding, fake_vector("old", 384), atol=1e-6)
 
 

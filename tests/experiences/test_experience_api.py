@@ -24,21 +24,36 @@ def test_experience_list_shows_scene_advice_path_and_provenance(api, reviewed):
     assert item["advice"].startswith("When you handle a task like")
     assert item["scene"]["environment"] == ["k8s"] and "kubectl_logs" in item["scene"]["tools"]
     assert item["scene"]["agent"] == "ops-bot" and item["scene"]["task_type"] == "operation"
-    assert (item["polarity"], item["status"], item["source"]) == ("success", "candidate", "heuristic")
+    assert (item["polarity"], item["status"], item["source"]) == (
+        "success",
+        "candidate",
+        "heuristic",
+    )
     assert item["scope"]["is_global"] is True
     assert [step["index"] for step in item["path"]] == [0, 1, 5, 6, 7]
     assert item["sources"] == [
-        {"trace_id": reviewed, "external_id": "netpol-1", "review_id": item["sources"][0]["review_id"],
-         "step_indexes": [0, 1, 5, 6, 7]}
-    ]  # fmt: skip
+        {
+            "trace_id": reviewed,
+            "external_id": "netpol-1",
+            "review_id": item["sources"][0]["review_id"],
+            "step_indexes": [0, 1, 5, 6, 7],
+        }
+    ]
 
 
 @pytest.mark.parametrize(
     ("params", "count"),
-    [({"status": "candidate"}, 1), ({"status": "approved"}, 0), ({"polarity": "failure"}, 0),
-     ({"tool": "kubectl_logs"}, 1), ({"tool": "curl"}, 0), ({"environment": "K8S"}, 1),
-     ({"agent": "ops-bot"}, 1), ({"source": "llm"}, 0)],
-)  # fmt: skip
+    [
+        ({"status": "candidate"}, 1),
+        ({"status": "approved"}, 0),
+        ({"polarity": "failure"}, 0),
+        ({"tool": "kubectl_logs"}, 1),
+        ({"tool": "curl"}, 0),
+        ({"environment": "K8S"}, 1),
+        ({"agent": "ops-bot"}, 1),
+        ({"source": "llm"}, 0),
+    ],
+)
 def test_experience_list_filters(api, reviewed, params, count):
     assert len(api.get("experiences", params).json()["items"]) == count
 

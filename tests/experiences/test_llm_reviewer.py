@@ -15,9 +15,11 @@ from traces.services.ingest import trace_ingest
 
 
 def a_request():
-    steps = [sv(0, tool="docker_logs", arguments={"name": "web"}, observation="OOMKilled"),
-             sv(1, tool="docker_update", arguments={"memory": "1g"}, is_error=True, error_type="Denied"),
-             sv(2, tool="docker_update", arguments={"memory": "1g", "force": True}, observation="ok")]  # fmt: skip
+    steps = [
+        sv(0, tool="docker_logs", arguments={"name": "web"}, observation="OOMKilled"),
+        sv(1, tool="docker_update", arguments={"memory": "1g"}, is_error=True, error_type="Denied"),
+        sv(2, tool="docker_update", arguments={"memory": "1g", "force": True}, observation="ok"),
+    ]
     return request_for(tv(task="Stop the web container from restarting"), steps)
 
 
@@ -80,7 +82,11 @@ def test_an_llm_review_is_stored_with_model_tokens_and_latency(llm_settings, pro
     assert review_trace(trace.pk) == "reviewed"
 
     review = Review.objects.get(trace=trace)
-    assert (review.reviewer, review.model, review.prompt_version) == ("llm", "fake-reviewer", "llm-1")
+    assert (review.reviewer, review.model, review.prompt_version) == (
+        "llm",
+        "fake-reviewer",
+        "llm-1",
+    )
     assert (review.prompt_tokens, review.completion_tokens) == (850, 240)
     assert review.experience.startswith("When you use docker_logs")
     assert set(trace.steps.values_list("label_source", flat=True)) == {"llm"}

@@ -28,8 +28,16 @@ def test_offline_review_labels_steps_and_distils_an_embedded_experience(project)
     assert trace.review_status == "reviewed"
     assert "full review (7 tool calls)" in trace.review_status_reason
     assert "heuristic reviewer" in trace.review_status_reason
-    assert labels(trace) == {0: "necessary", 1: "necessary", 2: "redundant", 3: "redundant",
-                             4: "failed", 5: "necessary", 6: "necessary", 7: "necessary"}  # fmt: skip
+    assert labels(trace) == {
+        0: "necessary",
+        1: "necessary",
+        2: "redundant",
+        3: "redundant",
+        4: "failed",
+        5: "necessary",
+        6: "necessary",
+        7: "necessary",
+    }
     assert set(trace.steps.values_list("label_source", flat=True)) == {"heuristic"}
 
     review = Review.objects.get(trace=trace, kind="full")
@@ -81,16 +89,25 @@ def test_a_short_trace_with_an_anomaly_gets_a_local_review(project, settings):
     body = short_body()
     body["outcome"] = "failure"
     body["steps"] = [
-        {"index": i, "kind": "tool_call", "tool": "db_query", "arguments": {"q": "select 1"},
-         "observation": "ERROR: connection timed out after 5000 ms", "is_error": True}
+        {
+            "index": i,
+            "kind": "tool_call",
+            "tool": "db_query",
+            "arguments": {"q": "select 1"},
+            "observation": "ERROR: connection timed out after 5000 ms",
+            "is_error": True,
+        }
         for i in range(2)
-    ]  # fmt: skip
+    ]
     trace = ingest(project, body)
     review_trace(trace.pk)
 
     review = Review.objects.get(trace=trace)
     assert (review.kind, review.trigger, review.window_start, review.window_end) == (
-        "local", "consecutive_failures", 0, 1
+        "local",
+        "consecutive_failures",
+        0,
+        1,
     )
     assert labels(trace) == {0: "failed", 1: "failed"}
     assert Experience.objects.get().polarity == "failure"
@@ -114,7 +131,9 @@ def test_an_incomplete_trace_is_never_reviewed(project, api):
 
 def test_human_labels_survive_a_machine_review(project):
     trace = ingest(project, seed_000_body())
-    Step.objects.filter(trace=trace, index=2).update(label="necessary", label_source="human", label_version=1)
+    Step.objects.filter(trace=trace, index=2).update(
+        label="necessary", label_source="human", label_version=1
+    )
     review_trace(trace.pk)
 
     step = trace.steps.get(index=2)
@@ -128,14 +147,18 @@ def test_relabel_rederives_the_experience_and_keeps_the_old_version(project):
     old_advice = experience.advice
 
     # A reviewer decides the restarts were necessary after all.
-    Step.objects.filter(trace=trace, index__in=[2, 3]).update(label="necessary", label_source="human")
+    Step.objects.filter(trace=trace, index__in=[2, 3]).update(
+        label="necessary", label_source="human"
+    )
     assert rederive_trace(trace.pk) == 1
 
     experience.refresh_from_db()
     assert experience.version == 2 and experience.source == "human"
     assert "docker_restart" in experience.advice and "Skip docker_restart" not in experience.advice
     assert [p["index"] for p in experience.path] == [0, 1, 2, 3, 5, 6, 7]
-    versions = list(ExperienceVersion.objects.filter(experience=experience).values_list("version", "advice"))
+    versions = list(
+        ExperienceVersion.objects.filter(experience=experience).values_list("version", "advice")
+    )
     assert versions == [(2, experience.advice), (1, old_advice)]
     trace.refresh_from_db()
     assert trace.experiences_derived_at is not None
@@ -152,9 +175,15 @@ def test_a_trajectory_not_worth_referencing_leaves_only_labels(project):
     body = short_body("nothing-to-learn")
     body["outcome"] = "unknown"
     body["steps"] = [
-        {"index": i, "kind": "tool_call", "tool": "ping", "arguments": {"n": i}, "observation": "pong"}
+        {
+            "index": i,
+            "kind": "tool_call",
+            "tool": "ping",
+            "arguments": {"n": i},
+            "observation": "pong",
+        }
         for i in range(6)
-    ]  # fmt: skip
+    ]
     trace = ingest(project, body)
     review_trace(trace.pk)
 

@@ -16,9 +16,11 @@ pytestmark = pytest.mark.worker
 
 def post_json(url: str, key: str, body: dict) -> dict:
     request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), method="POST",
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
         headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-    )  # fmt: skip
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.loads(response.read())
 
@@ -27,7 +29,9 @@ def status_of(trace_id: int) -> str:
     return Trace.objects.get(pk=trace_id).review_status
 
 
-def test_an_ingested_trajectory_gets_labels_and_an_experience(live_server, ingest_key, celery_worker):
+def test_an_ingested_trajectory_gets_labels_and_an_experience(
+    live_server, ingest_key, celery_worker
+):
     accepted = post_json(f"{live_server.url}/api/v1/traces", ingest_key, seed_000_body())
 
     wait_until(lambda: status_of(accepted["id"]) == "reviewed", timeout=30)
@@ -38,15 +42,22 @@ def test_an_ingested_trajectory_gets_labels_and_an_experience(live_server, inges
 
 
 def llm_env(fake_openai, **extra: str) -> dict[str, str]:
-    return {"OPENAI_BASE_URL": fake_openai.base_url, "OPENAI_API_KEY": "k",
-            "HINDSIGHT_LLM_MODEL": "fake-reviewer", "HINDSIGHT_LLM_TIMEOUT": "5", **extra}  # fmt: skip
+    return {
+        "OPENAI_BASE_URL": fake_openai.base_url,
+        "OPENAI_API_KEY": "k",
+        "HINDSIGHT_LLM_MODEL": "fake-reviewer",
+        "HINDSIGHT_LLM_TIMEOUT": "5",
+        **extra,
+    }
 
 
 def test_an_llm_that_keeps_failing_marks_the_trace_failed_and_a_retry_succeeds(
     live_server, ingest_key, fake_openai, transactional_db, tmp_path
 ):
     fake_openai.default = "500"
-    worker = WorkerProcess(tmp_path / "worker.log", llm_env(fake_openai, HINDSIGHT_REVIEW_MAX_RETRIES="1"))
+    worker = WorkerProcess(
+        tmp_path / "worker.log", llm_env(fake_openai, HINDSIGHT_REVIEW_MAX_RETRIES="1")
+    )
     try:
         trace_id = post_json(f"{live_server.url}/api/v1/traces", ingest_key, seed_000_body())["id"]
         wait_until(lambda: status_of(trace_id) == "failed", timeout=30)

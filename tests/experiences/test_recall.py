@@ -15,7 +15,8 @@ from experiences.services.recall import decay_factor
 pytestmark = pytest.mark.django_db
 
 ADVICE = {
-    "restart": "When you use docker_logs on a container that keeps restarting, first look for OOMKilled.",
+    "restart": "When you use docker_logs on a container that keeps restarting, "
+    "first look for OOMKilled.",
     "cert": "When you rotate TLS certificates with kubectl, first check the secret's namespace.",
     "etl": "When you debug a slow ETL job with sql_query, first look at the lock waits.",
 }
@@ -27,13 +28,21 @@ def recall_api(project, make_key, api_for):
 
 
 def make_experience(project, key: str = "restart", **fields) -> Experience:
-    task = {"restart": "the web container keeps restarting", "cert": "rotate the TLS certificate",
-            "etl": "the nightly ETL job is slow"}[key]  # fmt: skip
+    task = {
+        "restart": "the web container keeps restarting",
+        "cert": "rotate the TLS certificate",
+        "etl": "the nightly ETL job is slow",
+    }[key]
     values = {
-        "project": project, "task": task, "advice": ADVICE[key], "polarity": "success",
-        "status": "approved", "source": "llm", "tools": ["docker_logs", "docker_ps"],
+        "project": project,
+        "task": task,
+        "advice": ADVICE[key],
+        "polarity": "success",
+        "status": "approved",
+        "source": "llm",
+        "tools": ["docker_logs", "docker_ps"],
         "environment": ["docker"],
-    }  # fmt: skip
+    }
     values.update(fields)
     (values["embedding"],) = get_embedder().embed([f"{values['task']}\n{values['advice']}"])
     values["embedding_model"] = get_embedder().model_name
@@ -58,14 +67,18 @@ def test_recall_ranks_the_relevant_experience_first(recall_api, project):
     assert item["score"] == pytest.approx(
         parts["similarity"] * parts["decay"] * parts["environment"] * parts["evidence"], rel=1e-3
     )
-    assert RecallLog.objects.get(pk=response.json()["id"]).returned[0]["experience_id"] == restart.pk
+    assert (
+        RecallLog.objects.get(pk=response.json()["id"]).returned[0]["experience_id"] == restart.pk
+    )
 
 
 def test_candidates_are_returned_only_when_asked(recall_api, project):
     candidate = make_experience(project, status="candidate")
     make_experience(project, "etl", status="archived")
     assert ids(recall_api.post("recall", {"task": "container restarting"})) == []
-    got = ids(recall_api.post("recall", {"task": "container restarting", "include_candidates": True}))
+    got = ids(
+        recall_api.post("recall", {"task": "container restarting", "include_candidates": True})
+    )
     assert got == [candidate.pk]
 
 
@@ -80,9 +93,13 @@ def test_candidates_are_returned_only_when_asked(recall_api, project):
         ({"scope_users": ["alice"]}, {"user": "bob"}, False),
         ({"scope_environments": ["k8s"]}, {"environment": ["K8S", "aws"]}, True),
         ({"scope_environments": ["k8s"]}, {"environment": ["docker"]}, False),
-        ({"scope_agents": ["ops-bot"], "scope_users": ["alice"]}, {"agent": "ops-bot", "user": "bob"}, False),
+        (
+            {"scope_agents": ["ops-bot"], "scope_users": ["alice"]},
+            {"agent": "ops-bot", "user": "bob"},
+            False,
+        ),
     ],
-)  # fmt: skip
+)
 def test_scope_entitlement(recall_api, project, scope, context, visible):
     experience = make_experience(project, **scope)
     got = ids(recall_api.post("recall", {"task": "container keeps restarting", **context}))
@@ -91,22 +108,41 @@ def test_scope_entitlement(recall_api, project, scope, context, visible):
 
 def test_tools_must_overlap_when_given(recall_api, project):
     docker = make_experience(project, "restart")
-    assert ids(recall_api.post("recall", {"task": "container restarting", "tools": ["kubectl"]})) == []
-    got = ids(recall_api.post("recall", {"task": "container restarting", "tools": ["kubectl", "docker_ps"]}))
+    assert (
+        ids(recall_api.post("recall", {"task": "container restarting", "tools": ["kubectl"]})) == []
+    )
+    got = ids(
+        recall_api.post(
+            "recall", {"task": "container restarting", "tools": ["kubectl", "docker_ps"]}
+        )
+    )
     assert got == [docker.pk]
 
 
 def test_task_type_filters_when_given(recall_api, project):
     make_experience(project, task_type="operation")
-    assert ids(recall_api.post("recall", {"task": "container restarting", "task_type": "query"})) == []
-    assert len(ids(recall_api.post("recall", {"task": "container restarting", "task_type": "operation"}))) == 1
+    assert (
+        ids(recall_api.post("recall", {"task": "container restarting", "task_type": "query"})) == []
+    )
+    assert (
+        len(
+            ids(
+                recall_api.post(
+                    "recall", {"task": "container restarting", "task_type": "operation"}
+                )
+            )
+        )
+        == 1
+    )
 
 
 def test_failure_lessons_decay_slower_than_success_strategies():
     assert decay_factor(age_days=0, polarity="success") == 1.0
     assert decay_factor(age_days=30, polarity="success") == pytest.approx(0.5)
     assert decay_factor(age_days=90, polarity="failure") == pytest.approx(0.5)
-    assert decay_factor(age_days=60, polarity="failure") > decay_factor(age_days=60, polarity="success")
+    assert decay_factor(age_days=60, polarity="failure") > decay_factor(
+        age_days=60, polarity="success"
+    )
 
 
 def test_old_evidence_ranks_below_fresh_evidence(recall_api, project):
@@ -120,17 +156,23 @@ def test_old_evidence_ranks_below_fresh_evidence(recall_api, project):
 
 def test_another_environment_is_down_weighted_and_flagged_not_hidden(recall_api, project):
     make_experience(project, environment=["k8s"])
-    response = recall_api.post("recall", {"task": "container keeps restarting", "environment": ["docker"]})
+    response = recall_api.post(
+        "recall", {"task": "container keeps restarting", "environment": ["docker"]}
+    )
     (item,) = response.json()["items"]
 
     assert item["environment_match"] is False and item["score_parts"]["environment"] == 0.6
-    assert "learned on k8s, not on docker: verify it applies here" in response.json()["prompt_block"]
+    assert (
+        "learned on k8s, not on docker: verify it applies here" in response.json()["prompt_block"]
+    )
 
 
 def test_human_approval_and_votes_raise_the_evidence_factor(recall_api, project):
     candidate = make_experience(project, status="candidate")
     promoted = make_experience(project, status="promoted", upvotes=4)
-    items = recall_api.post("recall", {"task": "container keeps restarting", "include_candidates": True}).json()["items"]
+    items = recall_api.post(
+        "recall", {"task": "container keeps restarting", "include_candidates": True}
+    ).json()["items"]
     evidence = {i["experience_id"]: i["score_parts"]["evidence"] for i in items}
     assert evidence[candidate.pk] == 1.0
     assert evidence[promoted.pk] == pytest.approx(1.2 * 1.2)
@@ -139,7 +181,9 @@ def test_human_approval_and_votes_raise_the_evidence_factor(recall_api, project)
 def test_prompt_block_is_ready_to_inject(recall_api, project):
     make_experience(project)
     make_experience(project, "etl", polarity="failure", tools=["sql_query"], environment=[])
-    block = recall_api.post("recall", {"task": "container restarting and slow ETL job", "k": 5}).json()["prompt_block"]
+    block = recall_api.post(
+        "recall", {"task": "container restarting and slow ETL job", "k": 5}
+    ).json()["prompt_block"]
 
     lines = block.splitlines()
     assert lines[0].startswith("Experience from earlier runs (hindsight).")
@@ -159,16 +203,21 @@ def test_recall_never_returns_another_projects_experience(recall_api, project, m
         make_experience(other, key, scope_agents=[], status="approved")
     mine = {make_experience(project, "cert").pk}
     for _ in range(40):
-        body = {"task": rng.choice(["container restart", "tls cert", "etl slow", "x"]),
-                "include_candidates": rng.random() < 0.5, "k": rng.randint(1, 10),
-                "tools": rng.choice([[], ["docker_logs"], ["kubectl", "sql_query"]])}  # fmt: skip
+        body = {
+            "task": rng.choice(["container restart", "tls cert", "etl slow", "x"]),
+            "include_candidates": rng.random() < 0.5,
+            "k": rng.randint(1, 10),
+            "tools": rng.choice([[], ["docker_logs"], ["kubectl", "sql_query"]]),
+        }
         assert set(ids(recall_api.post("recall", body))) <= mine
 
 
 def test_recall_query_count_is_constant(recall_api, project):
     def queries() -> int:
         with CaptureQueriesContext(connection) as captured:
-            recall_api.post("recall", {"task": "container restarting", "tools": ["docker_ps"], "k": 10})
+            recall_api.post(
+                "recall", {"task": "container restarting", "tools": ["docker_ps"], "k": 10}
+            )
         return len(captured)
 
     make_experience(project)
@@ -196,7 +245,10 @@ def test_feedback_moves_votes_and_can_be_revised(recall_api, project):
     experience = make_experience(project)
     recall_id = recall_api.post("recall", {"task": "container restarting"}).json()["id"]
 
-    assert recall_api.post(f"recall/{recall_id}/feedback", {"helpful": [experience.pk]}).status_code == 200
+    assert (
+        recall_api.post(f"recall/{recall_id}/feedback", {"helpful": [experience.pk]}).status_code
+        == 200
+    )
     experience.refresh_from_db()
     assert (experience.upvotes, experience.downvotes) == (1, 0)
 
@@ -221,16 +273,25 @@ def test_feedback_on_another_projects_recall_is_404(recall_api, make_project, ma
 
 
 def make_pattern(project, **fields) -> FailurePattern:
-    values = {"project": project, "tool": "docker_update", "argument_shape": {"memory": "string", "name": "string"},
-              "error_signature": "permissiondenied: cannot update memory of <s>", "signature_hash": str(random.random()),
-              "instead": "use docker_compose_up with the new limit", "occurrences": 3, "environment": ["docker"]}  # fmt: skip
+    values = {
+        "project": project,
+        "tool": "docker_update",
+        "argument_shape": {"memory": "string", "name": "string"},
+        "error_signature": "permissiondenied: cannot update memory of <s>",
+        "signature_hash": str(random.random()),
+        "instead": "use docker_compose_up with the new limit",
+        "occurrences": 3,
+        "environment": ["docker"],
+    }
     values.update(fields)
     return FailurePattern.objects.create(**values)
 
 
 def test_a_frequent_matching_failure_warns_with_what_to_do_instead(recall_api, project):
     pattern = make_pattern(project)
-    response = recall_api.post("warnings", {"tool": "docker_update", "arguments": {"name": "web", "memory": "2g"}})
+    response = recall_api.post(
+        "warnings", {"tool": "docker_update", "arguments": {"name": "web", "memory": "2g"}}
+    )
 
     (warning,) = response.json()["warnings"]
     assert warning["pattern_id"] == pattern.pk and warning["occurrences"] == 3
@@ -240,7 +301,9 @@ def test_a_frequent_matching_failure_warns_with_what_to_do_instead(recall_api, p
 
 def test_rare_failures_do_not_warn(recall_api, project):
     make_pattern(project, occurrences=1)
-    response = recall_api.post("warnings", {"tool": "docker_update", "arguments": {"name": "web", "memory": "2g"}})
+    response = recall_api.post(
+        "warnings", {"tool": "docker_update", "arguments": {"name": "web", "memory": "2g"}}
+    )
     assert response.json()["warnings"] == []
 
 
@@ -248,12 +311,18 @@ def test_calls_of_another_shape_or_tool_do_not_warn(recall_api, project):
     make_pattern(project)
     different = {"tool": "docker_update", "arguments": {"cpus": 2, "restart": "always"}}
     assert recall_api.post("warnings", different).json()["warnings"] == []
-    assert recall_api.post("warnings", {"tool": "docker_ps", "arguments": {}}).json()["warnings"] == []
+    assert (
+        recall_api.post("warnings", {"tool": "docker_ps", "arguments": {}}).json()["warnings"] == []
+    )
 
 
 def test_recall_includes_warnings_for_the_tools_at_hand(recall_api, project):
     make_pattern(project)
-    response = recall_api.post("recall", {"task": "raise the memory limit", "tools": ["docker_update"]})
+    response = recall_api.post(
+        "recall", {"task": "raise the memory limit", "tools": ["docker_update"]}
+    )
     assert [w["tool"] for w in response.json()["warnings"]] == ["docker_update"]
-    quiet = recall_api.post("recall", {"task": "x", "tools": ["docker_update"], "include_warnings": False})
+    quiet = recall_api.post(
+        "recall", {"task": "x", "tools": ["docker_update"], "include_warnings": False}
+    )
     assert quiet.json()["warnings"] == []

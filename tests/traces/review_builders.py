@@ -8,9 +8,15 @@ from traces.review.types import ReviewRequest, StepView, TraceView, Window
 
 def sv(index: int, kind: str = "tool_call", tool: str = "", **fields: Any) -> StepView:
     values: dict[str, Any] = {
-        "arguments": {}, "observation": "", "observation_raw": "", "is_error": False,
-        "error_type": "", "content": "", "agent": "ops-bot", "context": {},
-    }  # fmt: skip
+        "arguments": {},
+        "observation": "",
+        "observation_raw": "",
+        "is_error": False,
+        "error_type": "",
+        "content": "",
+        "agent": "ops-bot",
+        "context": {},
+    }
     values.update(fields)
     if values["observation"] and not values["observation_raw"]:
         values["observation_raw"] = values["observation"]
@@ -19,10 +25,17 @@ def sv(index: int, kind: str = "tool_call", tool: str = "", **fields: Any) -> St
 
 def tv(**fields: Any) -> TraceView:
     values: dict[str, Any] = {
-        "id": 1, "task": "Find why svc-a cannot reach svc-b", "task_type": "operation",
-        "intent": "", "agent": "ops-bot", "environment": ["k8s"], "outcome": "success",
-        "feedback": "", "final_answer": "", "duration_ms": 60_000,
-    }  # fmt: skip
+        "id": 1,
+        "task": "Find why svc-a cannot reach svc-b",
+        "task_type": "operation",
+        "intent": "",
+        "agent": "ops-bot",
+        "environment": ["k8s"],
+        "outcome": "success",
+        "feedback": "",
+        "final_answer": "",
+        "duration_ms": 60_000,
+    }
     values.update(fields)
     return TraceView(**values)
 

@@ -43,7 +43,12 @@ def test_key_of_another_project_cannot_read_the_trace(api, make_project, make_ke
 
     assert outsider.get(f"traces/{trace_id}").status_code == 404
     assert outsider.get("traces").json()["items"] == []
-    assert outsider.post(f"traces/{trace_id}/steps", {"steps": [{"index": 3, "kind": "system"}]}).status_code == 404
+    assert (
+        outsider.post(
+            f"traces/{trace_id}/steps", {"steps": [{"index": 3, "kind": "system"}]}
+        ).status_code
+        == 404
+    )
 
 
 def test_last_used_at_is_recorded(api):

@@ -17,18 +17,34 @@ def seed_000_trajectory():
     )
     steps = [
         sv(0, "user_input", content="svc-a gets timeouts calling svc-b since this morning"),
-        sv(1, tool="kubectl_get_pods", arguments={"namespace": "prod"},
-           observation="svc-a-7d9f   Running\nsvc-b-5c2a   Running"),
+        sv(
+            1,
+            tool="kubectl_get_pods",
+            arguments={"namespace": "prod"},
+            observation="svc-a-7d9f   Running\nsvc-b-5c2a   Running",
+        ),
         sv(2, tool="docker_restart", arguments={"container": "svc-b"}, observation="restarted"),
         sv(3, tool="docker_restart", arguments={"container": "svc-a"}, observation="restarted"),
-        sv(4, tool="kubectl_logs", arguments={"pod": "svc-a-7d9f"},
-           observation="dial tcp 10.0.3.17:8080: i/o timeout\nblocked by NetworkPolicy deny-all-egress"),
-        sv(5, tool="kubectl_get_networkpolicy", arguments={"name": "deny-all-egress"},
-           observation="spec: podSelector app=svc-a egress: [] resourceVersion=48213"),
-        sv(6, tool="kubectl_patch_networkpolicy",
-           arguments={"name": "deny-all-egress", "resourceVersion": "48213", "allow": "app=svc-b"},
-           observation="networkpolicy.networking.k8s.io/deny-all-egress patched"),
-    ]  # fmt: skip
+        sv(
+            4,
+            tool="kubectl_logs",
+            arguments={"pod": "svc-a-7d9f"},
+            observation="dial tcp 10.0.3.17:8080: i/o timeout\n"
+            "blocked by NetworkPolicy deny-all-egress",
+        ),
+        sv(
+            5,
+            tool="kubectl_get_networkpolicy",
+            arguments={"name": "deny-all-egress"},
+            observation="spec: podSelector app=svc-a egress: [] resourceVersion=48213",
+        ),
+        sv(
+            6,
+            tool="kubectl_patch_networkpolicy",
+            arguments={"name": "deny-all-egress", "resourceVersion": "48213", "allow": "app=svc-b"},
+            observation="networkpolicy.networking.k8s.io/deny-all-egress patched",
+        ),
+    ]
     return trace, steps
 
 
@@ -47,7 +63,8 @@ def test_seed_000_advice_is_second_person_tool_advice():
     template = outcome.template
 
     assert template.experience.startswith(
-        'When you handle a task like "Service svc-a cannot reach svc-b in the prod namespace" on k8s,'
+        'When you handle a task like "Service svc-a cannot reach svc-b in the prod namespace" '
+        "on k8s,"
     )
     assert "first use kubectl_get_pods, then kubectl_logs" in template.experience
     assert "Skip docker_restart" in template.experience
@@ -57,19 +74,25 @@ def test_seed_000_advice_is_second_person_tool_advice():
 
 
 def test_an_errored_step_is_failed():
-    labels = labels_of(tv(), [sv(0, tool="curl", is_error=True, error_type="Timeout"), sv(1, tool="ok")])
+    labels = labels_of(
+        tv(), [sv(0, tool="curl", is_error=True, error_type="Timeout"), sv(1, tool="ok")]
+    )
     assert labels[0] == "failed"
 
 
 def test_an_identical_repeated_call_is_redundant():
-    steps = [sv(0, tool="get", arguments={"id": 1}, observation="x"),
-             sv(1, tool="get", arguments={"id": 1}, observation="x")]  # fmt: skip
+    steps = [
+        sv(0, tool="get", arguments={"id": 1}, observation="x"),
+        sv(1, tool="get", arguments={"id": 1}, observation="x"),
+    ]
     assert labels_of(tv(outcome="unknown"), steps)[1] == "redundant"
 
 
 def test_a_retry_after_a_failure_is_not_a_repeat():
-    steps = [sv(0, tool="get", arguments={"id": 1}, is_error=True),
-             sv(1, tool="get", arguments={"id": 1}, observation="order-7781")]  # fmt: skip
+    steps = [
+        sv(0, tool="get", arguments={"id": 1}, is_error=True),
+        sv(1, tool="get", arguments={"id": 1}, observation="order-7781"),
+    ]
     labels = labels_of(tv(final_answer="order-7781 shipped"), steps)
     assert labels == {0: "failed", 1: "necessary"}
 
@@ -77,10 +100,20 @@ def test_a_retry_after_a_failure_is_not_a_repeat():
 def test_a_path_abandoned_after_an_error_is_misleading():
     steps = [
         sv(0, tool="ssh_exec", arguments={"cmd": "ls /var/log"}, observation="app.log"),
-        sv(1, tool="ssh_exec", arguments={"cmd": "cat /var/log/app.log"}, is_error=True,
-           error_type="PermissionDenied"),
-        sv(2, tool="log_api_query", arguments={"service": "app"}, observation="OOM at 03:12 pid=4411"),
-    ]  # fmt: skip
+        sv(
+            1,
+            tool="ssh_exec",
+            arguments={"cmd": "cat /var/log/app.log"},
+            is_error=True,
+            error_type="PermissionDenied",
+        ),
+        sv(
+            2,
+            tool="log_api_query",
+            arguments={"service": "app"},
+            observation="OOM at 03:12 pid=4411",
+        ),
+    ]
     labels = labels_of(tv(final_answer="killed by OOM, pid=4411"), steps)
     assert labels == {0: "misleading", 1: "failed", 2: "necessary"}
 
@@ -90,25 +123,38 @@ def test_a_value_used_by_a_later_necessary_step_makes_a_step_necessary():
         sv(0, tool="find_user", arguments={"email": "a@b.c"}, observation="user_id=u-93817"),
         sv(1, tool="weather", arguments={"city": "Paris"}, observation="sunny"),
         sv(2, tool="list_orders", arguments={"user_id": "u-93817"}, observation="order-55120"),
-    ]  # fmt: skip
+    ]
     labels = labels_of(tv(final_answer="Your last order is order-55120."), steps)
     assert labels == {0: "necessary", 1: "redundant", 2: "necessary"}
 
 
 def test_without_a_final_answer_the_last_successful_call_is_necessary():
-    steps = [sv(0, tool="a", observation="fine"), sv(1, tool="deploy", observation="done"),
-             sv(2, tool="notify", is_error=True)]  # fmt: skip
+    steps = [
+        sv(0, tool="a", observation="fine"),
+        sv(1, tool="deploy", observation="done"),
+        sv(2, tool="notify", is_error=True),
+    ]
     labels = labels_of(tv(outcome="success"), steps)
     assert labels == {0: "redundant", 1: "necessary", 2: "failed"}
 
 
 def test_a_failed_trajectory_yields_a_lesson_with_what_to_do_instead():
     steps = [
-        sv(0, tool="apt_install", arguments={"pkg": "libssl1.1"}, is_error=True,
-           error_type="PackageNotFound", observation="E: Unable to locate package libssl1.1"),
+        sv(
+            0,
+            tool="apt_install",
+            arguments={"pkg": "libssl1.1"},
+            is_error=True,
+            error_type="PackageNotFound",
+            observation="E: Unable to locate package libssl1.1",
+        ),
         sv(1, tool="apt_install", arguments={"pkg": "libssl3"}, observation="installed libssl3"),
-    ]  # fmt: skip
-    outcome = HeuristicReviewer().review(request_for(tv(outcome="failure", final_answer="libssl3 installed but the build still fails"), steps))
+    ]
+    outcome = HeuristicReviewer().review(
+        request_for(
+            tv(outcome="failure", final_answer="libssl3 installed but the build still fails"), steps
+        )
+    )
 
     assert outcome.template.worth_reference
     assert "do not rely on apt_install" in outcome.template.experience

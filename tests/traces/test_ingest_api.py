@@ -45,7 +45,9 @@ def test_steps_default_to_the_trace_agent_unless_attributed(api):
     body["steps"][1]["agent"] = "planner"
     trace_id = api.post("traces", body).json()["id"]
 
-    agents = list(Step.objects.filter(trace_id=trace_id).order_by("index").values_list("agent", flat=True))
+    agents = list(
+        Step.objects.filter(trace_id=trace_id).order_by("index").values_list("agent", flat=True)
+    )
     assert agents == ["ops-bot", "planner"]
 
 
@@ -202,7 +204,12 @@ def test_batch_reports_each_item_and_one_bad_item_fails_only_itself(api):
     assert response.status_code == 200
     results = response.json()["results"]
     assert [r["status"] for r in results] == [
-        "created", "invalid", "duplicate", "conflict", "duplicate", "invalid"
+        "created",
+        "invalid",
+        "duplicate",
+        "conflict",
+        "duplicate",
+        "invalid",
     ]
     assert results[1]["external_id"] == "bad"
     assert results[1]["detail"][0]["loc"] == ["steps", 0, "kind"]

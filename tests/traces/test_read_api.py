@@ -49,8 +49,14 @@ def test_a_bad_cursor_is_a_clear_422(api):
 )
 def test_list_filters(api, params, expected):
     api.post("traces", trajectory("a", task="Container web keeps restarting"))
-    b = trajectory("b", agent="planner", outcome="failure", environment=["k8s"],
-                   task="Pod memory pressure", task_type="analysis")  # fmt: skip
+    b = trajectory(
+        "b",
+        agent="planner",
+        outcome="failure",
+        environment=["k8s"],
+        task="Pod memory pressure",
+        task_type="analysis",
+    )
     b["steps"] = [step(0, tool="kubectl")]
     api.post("traces", b)
 

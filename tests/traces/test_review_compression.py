@@ -17,9 +17,13 @@ def test_arguments_and_observation_are_cut_to_the_settings(settings):
 
 def test_error_lines_and_status_codes_past_the_cut_are_kept(settings):
     settings.HINDSIGHT_COMPRESS_OBSERVATION_CHARS = 100
-    observation = "\n".join(["starting up, all fine"] * 20 + ["HTTP/1.1 503 Service Unavailable",
-                            "ERROR: upstream connect error"])  # fmt: skip
-    line = compress_step(sv(0, tool="curl", observation=observation, is_error=True, error_type="HTTPError"))
+    observation = "\n".join(
+        ["starting up, all fine"] * 20
+        + ["HTTP/1.1 503 Service Unavailable", "ERROR: upstream connect error"]
+    )
+    line = compress_step(
+        sv(0, tool="curl", observation=observation, is_error=True, error_type="HTTPError")
+    )
 
     assert "✗ HTTPError" in line
     assert "503 Service Unavailable" in line and "upstream connect error" in line
@@ -27,10 +31,14 @@ def test_error_lines_and_status_codes_past_the_cut_are_kept(settings):
 
 def test_a_ten_step_trajectory_is_a_few_hundred_tokens():
     steps = [
-        sv(i, tool=f"tool_{i % 4}", arguments={"target": f"svc-{i}", "namespace": "prod", "verbose": True},
-           observation=("status ok; " * 60) + ("\nERROR timeout after 30s" if i % 3 == 0 else ""))
+        sv(
+            i,
+            tool=f"tool_{i % 4}",
+            arguments={"target": f"svc-{i}", "namespace": "prod", "verbose": True},
+            observation=("status ok; " * 60) + ("\nERROR timeout after 30s" if i % 3 == 0 else ""),
+        )
         for i in range(10)
-    ]  # fmt: skip
+    ]
     request = request_for(tv(final_answer="the NetworkPolicy deny-egress blocked it"), steps)
 
     tokens = estimate_tokens(request.prompt)

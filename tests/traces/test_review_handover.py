@@ -1,4 +1,4 @@
-"""The hand-over to Celery on commit, with Redis up, with Redis really stopped, and a real worker."""
+"""The hand-over to Celery on commit: Redis up, Redis really stopped, and a real worker."""
 
 import pytest
 import redis as redis_lib

@@ -54,8 +54,15 @@ def test_skip_reason_says_what_was_missing():
 
 def test_two_consecutive_failed_tool_calls_open_a_local_window(settings):
     settings.HINDSIGHT_LOCAL_WINDOW_STEPS = 1
-    steps = [sv(0, tool="a"), sv(1, tool="b"), sv(2, tool="c", is_error=True),
-             sv(3, "llm_reasoning"), sv(4, tool="c", is_error=True), sv(5, tool="d"), sv(6, tool="e")]  # fmt: skip
+    steps = [
+        sv(0, tool="a"),
+        sv(1, tool="b"),
+        sv(2, tool="c", is_error=True),
+        sv(3, "llm_reasoning"),
+        sv(4, tool="c", is_error=True),
+        sv(5, tool="d"),
+        sv(6, tool="e"),
+    ]
     windows = local_windows(steps)
 
     assert [(w.kind, w.trigger, w.start, w.end) for w in windows] == [

@@ -83,9 +83,14 @@ def test_streamed_steps_respect_the_step_limit(api, opened, settings):
 
 
 def test_complete_derives_duration_from_step_times(api, opened):
-    api.post(f"traces/{opened}/steps", {"steps": [
-        step(0, started_at="2026-11-01T10:00:00Z"),
-        step(1, started_at="2026-11-01T10:00:30Z", duration_ms=5000),
-    ]})  # fmt: skip
+    api.post(
+        f"traces/{opened}/steps",
+        {
+            "steps": [
+                step(0, started_at="2026-11-01T10:00:00Z"),
+                step(1, started_at="2026-11-01T10:00:30Z", duration_ms=5000),
+            ]
+        },
+    )
     api.post(f"traces/{opened}/complete", {"outcome": "success"})
     assert Trace.objects.get(pk=opened).duration_ms == 35_000

@@ -41,9 +41,27 @@ _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@=-]*[A-Za-z0-9]")
 _PARTS = re.compile(r"[/:=@]")
 _CAMEL = re.compile(r"^[A-Z][a-z]+[A-Z]|^[A-Z]{3,}[a-z]")
 _GENERIC = {
-    "true", "false", "null", "none", "error", "errors", "info", "debug", "warning", "http",
-    "https", "localhost", "json", "utf-8", "ok", "status", "stdout", "stderr", "exit", "code",
-}  # fmt: skip
+    "true",
+    "false",
+    "null",
+    "none",
+    "error",
+    "errors",
+    "info",
+    "debug",
+    "warning",
+    "http",
+    "https",
+    "localhost",
+    "json",
+    "utf-8",
+    "ok",
+    "status",
+    "stdout",
+    "stderr",
+    "exit",
+    "code",
+}
 _OBSERVATION_SCAN_CHARS = 8000
 
 
@@ -108,7 +126,9 @@ def label_steps(request: ReviewRequest) -> dict[int, StepJudgement]:
             continue
         key = call_key(step)
         if key in first_success:
-            judge(step, "redundant", f"repeats step {first_success[key]} with the same arguments", 0.9)
+            judge(
+                step, "redundant", f"repeats step {first_success[key]} with the same arguments", 0.9
+            )
         else:
             first_success[key] = step.index
 
@@ -131,7 +151,12 @@ def label_steps(request: ReviewRequest) -> dict[int, StepJudgement]:
                     reason = f"its value '{used[0]}' is used by step {later_index}"
                     break
         confidence = 0.75
-        if reason is None and not answer and trace.outcome == "success" and step is last_success_call:
+        if (
+            reason is None
+            and not answer
+            and trace.outcome == "success"
+            and step is last_success_call
+        ):
             reason, confidence = "the last successful call: it produced the result", 0.6
         if reason is None and step.kind == "user_input" and step is _first_user_input(steps):
             reason, confidence = "states the request", 0.6
@@ -148,7 +173,11 @@ def label_steps(request: ReviewRequest) -> dict[int, StepJudgement]:
         if tool_reused or moved_on is None:
             continue
         for step in steps:
-            if step.index < failure.index and step.tool == failure.tool and step.index not in judged:
+            if (
+                step.index < failure.index
+                and step.tool == failure.tool
+                and step.index not in judged
+            ):
                 judge(
                     step,
                     "misleading",
@@ -182,18 +211,22 @@ def _when(request: ReviewRequest) -> str:
 def build_template(request: ReviewRequest, labels: dict[int, StepJudgement]) -> ReviewTemplate:
     """The review template, built from labels (machine or human-corrected)."""
     steps = request.steps
-    by_label = {name: [s for s in steps if labels[s.index].label == name] for name in
-                ("necessary", "redundant", "misleading", "failed")}  # fmt: skip
+    by_label = {
+        name: [s for s in steps if labels[s.index].label == name]
+        for name in ("necessary", "redundant", "misleading", "failed")
+    }
     necessary_calls = [s for s in by_label["necessary"] if s.tool]
     decisions = []
     for failure in by_label["failed"]:
         next_other = next(
-            (s for s in steps if s.index > failure.index and s.tool and s.tool != failure.tool), None
+            (s for s in steps if s.index > failure.index and s.tool and s.tool != failure.tool),
+            None,
         )
         if next_other is not None:
             decisions.append(
                 f"after {failure.tool or failure.kind} failed at step {failure.index} "
-                f"({_error_text(failure)}), switched to {next_other.tool} at step {next_other.index}"
+                f"({_error_text(failure)}), switched to {next_other.tool} "
+                f"at step {next_other.index}"
             )
     improvements = []
     redundant_tools: dict[str, int] = {}
@@ -220,7 +253,10 @@ def build_template(request: ReviewRequest, labels: dict[int, StepJudgement]) -> 
         worth = True
     elif by_label["failed"] or by_label["misleading"]:
         failure = (by_label["failed"] or by_label["misleading"])[0]
-        advice = f"{_when(request)}, do not rely on {_short_call(failure)}: it failed ({_error_text(failure)})."
+        advice = (
+            f"{_when(request)}, do not rely on {_short_call(failure)}: "
+            f"it failed ({_error_text(failure)})."
+        )
         switched = next(
             (s for s in necessary_calls if s.index > failure.index and s.tool != failure.tool), None
         )

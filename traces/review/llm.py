@@ -16,8 +16,9 @@ from traces.review.types import (
 
 PROMPT_VERSION = "llm-1"
 
-SYSTEM_PROMPT = """You review an AI agent's finished trajectory after the fact, with the global view.
-Label every step with exactly one label. The labels are mutually exclusive; apply the first that fits:
+SYSTEM_PROMPT = """You review an AI agent's finished trajectory after the fact, with the global
+view. Label every step with exactly one label. The labels are mutually exclusive; apply the first
+that fits:
 - failed: the step itself failed (an error, a refused or timed-out call).
 - necessary: removing this step would make the conclusion unreachable. Causal, not merely
   correlated: its result is used later or is the result.
@@ -28,7 +29,8 @@ in order, short); effective and ineffective step indexes; key decision points; i
 one reusable experience written in the second person as tool-usage advice
 ("When you use X and ..., first ..."), concrete about tools and arguments, without names of this
 particular run; and whether this trajectory is worth using as a reference for similar tasks.
-Give a short reason and a confidence between 0 and 1 for each label. Label exactly the steps shown."""
+Give a short reason and a confidence between 0 and 1 for each label. Label exactly the steps
+shown."""
 
 # Errors worth retrying with backoff; the task turns the last one into a visible failure.
 RETRYABLE = (
@@ -65,10 +67,14 @@ class LLMReviewer:
                 temperature=0,
             )
         except (ValidationError, ValueError) as error:
-            raise InvalidReview(f"the reviewer's answer is not valid JSON for the template: {error}") from error
+            raise InvalidReview(
+                f"the reviewer's answer is not valid JSON for the template: {error}"
+            ) from error
         message = completion.choices[0].message
         if message.parsed is None:
-            raise InvalidReview(f"the reviewer gave no structured answer: {message.refusal or message.content!r}")
+            raise InvalidReview(
+                f"the reviewer gave no structured answer: {message.refusal or message.content!r}"
+            )
         check_labels_cover_window(message.parsed, request)
         usage = completion.usage
         return ReviewOutcome(

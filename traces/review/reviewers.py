@@ -19,7 +19,9 @@ def reviewer_name() -> str:
     if choice == "auto":
         return "llm" if settings.OPENAI_BASE_URL else "heuristic"
     if choice not in ("llm", "heuristic"):
-        raise ImproperlyConfigured(f"HINDSIGHT_REVIEWER must be auto, llm or heuristic; got {choice!r}")
+        raise ImproperlyConfigured(
+            f"HINDSIGHT_REVIEWER must be auto, llm or heuristic; got {choice!r}"
+        )
     return choice
 
 

@@ -95,7 +95,8 @@ def review_begin(*, trace_id: int) -> ReviewPlan | None:
     parts = [f"full review ({full_reason})"] if full_reason else []
     if locals_:
         parts.append(
-            f"{len(locals_)} local review(s): " + ", ".join(w.trigger.replace("_", " ") for w in locals_)
+            f"{len(locals_)} local review(s): "
+            + ", ".join(w.trigger.replace("_", " ") for w in locals_)
         )
     reason = f"{'; '.join(parts)} by the {reviewer_name()} reviewer"
     return ReviewPlan(
@@ -165,7 +166,9 @@ def review_apply(*, plan: ReviewPlan, outcomes: list[ReviewOutcome]) -> list[Rev
 
     now = timezone.now()
     chosen = _labels_to_apply(outcomes)
-    steps = list(trace.steps.filter(index__in=list(chosen)).exclude(label_source=Step.LabelSource.HUMAN))
+    steps = list(
+        trace.steps.filter(index__in=list(chosen)).exclude(label_source=Step.LabelSource.HUMAN)
+    )
     for step in steps:
         outcome, judgement = chosen[step.index]
         step.label = judgement.label  # type: ignore[attr-defined]
@@ -177,7 +180,15 @@ def review_apply(*, plan: ReviewPlan, outcomes: list[ReviewOutcome]) -> list[Rev
         step.label_version += 1
     Step.objects.bulk_update(
         steps,
-        ["label", "label_source", "label_reason", "label_confidence", "labelled_by", "labelled_at", "label_version"],
+        [
+            "label",
+            "label_source",
+            "label_reason",
+            "label_confidence",
+            "labelled_by",
+            "labelled_at",
+            "label_version",
+        ],
     )
     trace.review_status = Trace.ReviewStatus.REVIEWED
     trace.review_status_reason = plan.reason

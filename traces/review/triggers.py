@@ -11,7 +11,8 @@ from traces.review.types import StepView, TraceView, Window
 # Dissatisfaction in a user's message: complaints, corrections, repeated requests (EN and ZH).
 _DISSATISFIED = re.compile(
     r"(\bnot what i (asked|wanted|meant)\b|\bthat'?s (wrong|not (it|right|what))\b|\bwrong\b|"
-    r"\b(doesn'?t|does not|didn'?t|did not|still (doesn'?t|does not)) work\b|\bstill (broken|failing|not)\b|"
+    r"\b(doesn'?t|does not|didn'?t|did not|still (doesn'?t|does not)) work\b|"
+    r"\bstill (broken|failing|not)\b|"
     r"\buseless\b|\bi (already|just) (told|said|asked)\b|\bwhy (did|do|are) you\b|\bstop\b|"
     r"\bnot helpful\b|\bfrustrat|\bterrible\b|\bawful\b|\byou (forgot|missed|ignored)\b|"
     r"\bagain\?|\bno,|\bnope\b|\bwtf\b|"
@@ -27,7 +28,7 @@ _NOT_DISSATISFIED = re.compile(
 
 
 def is_dissatisfied(text: str) -> bool:
-    """A small, deliberate detector: a complaint phrase, unless a known benign phrase explains it."""
+    """A small, deliberate detector: a complaint phrase, unless a benign phrase explains it."""
     if not text or not _DISSATISFIED.search(text):
         return False
     cleaned = _NOT_DISSATISFIED.sub(" ", text)
@@ -91,7 +92,9 @@ def local_windows(steps: list[StepView]) -> list[Window]:
         start, end = max(first, start), min(last, end)
         previous_window = windows[-1] if windows else None
         if previous_window and previous_window.trigger == trigger and start <= previous_window.end:
-            windows[-1] = Window("local", trigger, previous_window.start, max(end, previous_window.end))
+            windows[-1] = Window(
+                "local", trigger, previous_window.start, max(end, previous_window.end)
+            )
         else:
             windows.append(Window("local", trigger, start, end))
     return windows

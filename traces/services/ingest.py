@@ -101,7 +101,9 @@ def trace_build(*, project: Project, payload: TraceHeaderIn, digest: str) -> Tra
     )
 
 
-def _complete_trace_build(*, project: Project, payload: TraceIn, digest: str) -> tuple[Trace, list[StepIn]]:
+def _complete_trace_build(
+    *, project: Project, payload: TraceIn, digest: str
+) -> tuple[Trace, list[StepIn]]:
     trace = trace_build(project=project, payload=payload, digest=digest)
     trace.outcome = payload.outcome
     trace.ended_at = payload.ended_at
@@ -132,7 +134,9 @@ def _ingest_audit(trace: Trace, api_key: ApiKey | None) -> AuditEvent:
     )
 
 
-def trace_ingest(*, project: Project, payload: TraceIn, api_key: ApiKey | None = None) -> IngestResult:
+def trace_ingest(
+    *, project: Project, payload: TraceIn, api_key: ApiKey | None = None
+) -> IngestResult:
     """Store one complete trajectory and hand it to review once committed."""
     digest = content_hash(payload.model_dump(mode="json"))
     existing = Trace.objects.filter(project=project, external_id=payload.external_id).first()
@@ -197,7 +201,9 @@ def trace_ingest_batch(
             results[position] = {
                 "external_id": payload.external_id,
                 "status": "duplicate" if same else "conflict",
-                "detail": None if same else "same external_id earlier in this batch with other content",
+                "detail": None
+                if same
+                else "same external_id earlier in this batch with other content",
             }
             continue
         accepted[payload.external_id] = (position, payload, digest)

@@ -42,9 +42,9 @@ def review_enqueue(*, trace_ids: list[int]) -> int:
             exc_info=True,
         )
     if published:
-        Trace.objects.filter(
-            pk__in=published, review_status=Trace.ReviewStatus.PENDING
-        ).update(review_status=Trace.ReviewStatus.QUEUED, review_status_at=timezone.now())
+        Trace.objects.filter(pk__in=published, review_status=Trace.ReviewStatus.PENDING).update(
+            review_status=Trace.ReviewStatus.QUEUED, review_status_at=timezone.now()
+        )
     return len(published)
 
 
@@ -74,7 +74,6 @@ def trace_enqueue_stale(*, limit: int = 1000) -> int:
     return review_enqueue(trace_ids=ids)
 
 
-
 def trace_rederive_stale(*, limit: int = 500) -> int:
     """Re-derive traces relabelled more than a sweep ago whose re-derivation never ran."""
     from hindsight_site.celery import app
@@ -82,7 +81,10 @@ def trace_rederive_stale(*, limit: int = 500) -> int:
     before = timezone.now() - timedelta(seconds=settings.HINDSIGHT_REENQUEUE_AFTER_SECONDS)
     ids = list(
         Trace.objects.filter(labels_changed_at__lt=before)
-        .filter(Q(experiences_derived_at__isnull=True) | Q(experiences_derived_at__lt=F("labels_changed_at")))
+        .filter(
+            Q(experiences_derived_at__isnull=True)
+            | Q(experiences_derived_at__lt=F("labels_changed_at"))
+        )
         .values_list("pk", flat=True)[:limit]
     )
     sent = 0

@@ -25,7 +25,9 @@ from traces.services.ingest import (
 from traces.services.review_queue import review_enqueue
 
 
-def trace_open(*, project: Project, payload: TraceOpenIn, api_key: ApiKey | None = None) -> IngestResult:
+def trace_open(
+    *, project: Project, payload: TraceOpenIn, api_key: ApiKey | None = None
+) -> IngestResult:
     digest = content_hash({"open": payload.model_dump(mode="json")})
     existing = Trace.objects.filter(project=project, external_id=payload.external_id).first()
     if existing is None:
@@ -43,12 +45,15 @@ def trace_open(*, project: Project, payload: TraceOpenIn, api_key: ApiKey | None
                 )
             return IngestResult(trace=trace, created=True)
         except IntegrityError:
-            existing = Trace.objects.filter(project=project, external_id=payload.external_id).first()
+            existing = Trace.objects.filter(
+                project=project, external_id=payload.external_id
+            ).first()
             if existing is None:
                 raise
     if existing.content_hash != digest:
         raise Conflict(
-            f"a trace with external_id '{payload.external_id}' already exists with different content"
+            f"a trace with external_id '{payload.external_id}' already exists "
+            "with different content"
         )
     return IngestResult(trace=existing, created=False)
 
@@ -66,9 +71,9 @@ def trace_append_steps(*, project: Project, trace_id: int, payload: StepsAppendI
         # The row lock serialises concurrent appends to one trace (index order, counters).
         trace = _locked_trace(project, trace_id)
         existing = dict(
-            Step.objects.filter(trace=trace, index__in=[s.index for s in payload.steps]).values_list(
-                "index", "content_hash"
-            )
+            Step.objects.filter(
+                trace=trace, index__in=[s.index for s in payload.steps]
+            ).values_list("index", "content_hash")
         )
         new_steps: list[Step] = []
         expected = trace.step_count
@@ -76,13 +81,16 @@ def trace_append_steps(*, project: Project, trace_id: int, payload: StepsAppendI
             step = step_build(trace=trace, step=step_in)
             if step_in.index in existing:
                 if existing[step_in.index] != step.content_hash:
-                    raise Conflict(f"step {step_in.index} is already recorded with different content")
+                    raise Conflict(
+                        f"step {step_in.index} is already recorded with different content"
+                    )
                 continue
             if trace.is_complete:
                 raise Conflict("the trace is complete; no steps can be added")
             if step_in.index != expected:
                 raise Conflict(
-                    f"steps must be appended in order: expected index {expected}, got {step_in.index}"
+                    "steps must be appended in order: "
+                    f"expected index {expected}, got {step_in.index}"
                 )
             expected += 1
             new_steps.append(step)
@@ -93,7 +101,9 @@ def trace_append_steps(*, project: Project, trace_id: int, payload: StepsAppendI
             raise PayloadTooLarge(f"at most {limit} steps per trajectory")
         Step.objects.bulk_create(new_steps)
         trace_count_steps(trace, new_steps)
-        trace.save(update_fields=["step_count", "tool_call_count", "error_count", "tools", "updated_at"])
+        trace.save(
+            update_fields=["step_count", "tool_call_count", "error_count", "tools", "updated_at"]
+        )
     return trace
 
 

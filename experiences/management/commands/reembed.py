@@ -25,7 +25,9 @@ class Command(BaseCommand):
         current = embedding_column_dimensions()
         everything = all
         if current != wanted:
-            self.stdout.write(f"the vector column holds {current} dimensions; settings say {wanted}: resizing")
+            self.stdout.write(
+                f"the vector column holds {current} dimensions; settings say {wanted}: resizing"
+            )
             embedding_column_resize(wanted)
             everything = True
         total = experiences_to_reembed(everything=everything).count()

@@ -1,7 +1,21 @@
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.core.validators import validate_slug
+from django.db import transaction
 
 from traces.errors import InvalidInput
 from traces.services.api_keys import api_key_create, project_get_or_create
+
+
+def checked_project_name(name: str) -> str:
+    """Project names are slugs (they appear in URLs and exports); refuse others up front."""
+    try:
+        validate_slug(name)
+    except ValidationError:
+        raise CommandError(
+            f"--project must be a slug (letters, digits, '-' and '_'); got {name!r}"
+        ) from None
+    return name
 
 
 class Command(BaseCommand):
@@ -19,9 +33,13 @@ class Command(BaseCommand):
     def handle(self, *args, project: str, scopes: str, name: str, **options):
         scope_list = [s.strip() for s in scopes.split(",") if s.strip()]
         try:
-            new = api_key_create(
-                project=project_get_or_create(name=project), scopes=scope_list, name=name
-            )
+            # One transaction: refused scopes must not leave a new, empty project behind.
+            with transaction.atomic():
+                new = api_key_create(
+                    project=project_get_or_create(name=checked_project_name(project)),
+                    scopes=scope_list,
+                    name=name,
+                )
         except InvalidInput as error:
             raise CommandError(error.detail) from None
         self.stderr.write(

@@ -5,6 +5,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from traces.management.commands.create_api_key import checked_project_name
 from traces.services.api_keys import project_get_or_create
 from traces.services.ingest import trace_ingest_batch
 
@@ -22,13 +23,16 @@ class Command(BaseCommand):
     def handle(self, *args, file: Path, project: str, no_progress: bool, **options):
         if not file.is_file():
             raise CommandError(f"{file}: no such file")
-        target = project_get_or_create(name=project)
+        target = project_get_or_create(name=checked_project_name(project))
         counts: Counter[str] = Counter()
         rejected: list[str] = []
         total = file.stat().st_size
-        with file.open("rb") as handle, tqdm(
-            total=total, unit="B", unit_scale=True, disable=no_progress, desc="importing"
-        ) as bar:
+        with (
+            file.open("rb") as handle,
+            tqdm(
+                total=total, unit="B", unit_scale=True, disable=no_progress, desc="importing"
+            ) as bar,
+        ):
             chunk: list[tuple[int, dict]] = []
             for line_no, line in enumerate(handle, start=1):
                 bar.update(len(line))
@@ -65,7 +69,8 @@ class Command(BaseCommand):
         for (line_no, _), result in zip(chunk, results, strict=True):
             counts[result["status"]] += 1
             if result["status"] in ("invalid", "conflict"):
-                rejected.append(f"line {line_no} ({result['external_id']}): {_reason(result)}")
+                named = f" ({result['external_id']})" if result.get("external_id") else ""
+                rejected.append(f"line {line_no}{named}: {_reason(result)}")
 
 
 def _reason(result: dict) -> str:
