@@ -1,0 +1,152 @@
+"""`HindsightClient`: recall, warnings before a tool call, trace upload, and recorders."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from hindsight_client.models import Recall, ToolWarning
+from hindsight_client.recorder import TrajectoryRecorder
+from hindsight_client.transport import Backoff, Transport, call_with_retries
+
+
+class HindsightClient:
+    """A thin, thread-safe client of the hindsight API (stdlib only; vendor it freely).
+
+    Synchronous calls retry connection errors, 5xx and 429 `retries` times with a short
+    backoff (a Retry-After above `max_retry_wait` seconds is not waited: the error is raised),
+    so a recall never stalls an agent for long. Errors are `hindsight_client.ApiError`
+    (status + the server's detail) or `ConnectionFailed`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        timeout: float = 10.0,
+        *,
+        retries: int = 2,
+        max_retry_wait: float = 5.0,
+    ) -> None:
+        self.transport = Transport(base_url, api_key, timeout)
+        self.retries = retries
+        self.max_retry_wait = max_retry_wait
+        self.backoff = Backoff(base=0.2, cap=2.0)
+
+    @property
+    def base_url(self) -> str:
+        return self.transport.base_url
+
+    def _call(self, method: str, path: str, body: Any = None, *, retry: bool = True) -> Any:
+        return call_with_retries(
+            lambda: self.transport.request(method, path, body),
+            attempts=1 + (self.retries if retry else 0),
+            backoff=self.backoff,
+            max_wait=self.max_retry_wait,
+        )
+
+    # ------------------------------------------------------------------ recall and warnings
+
+    def recall(
+        self,
+        task: str,
+        *,
+        task_type: str | None = None,
+        intent: str | None = None,
+        environment: Sequence[str] | None = None,
+        tools: Sequence[str] | None = None,
+        agent: str | None = None,
+        user: str | None = None,
+        k: int = 5,
+        include_candidates: bool | None = None,
+        include_warnings: bool | None = None,
+    ) -> Recall:
+        """Experience relevant to `task`, ranked and explained, with a ready-to-inject
+        `prompt_block`. Options left as None take the server's defaults."""
+        body = _without_none(
+            task=task,
+            task_type=task_type,
+            intent=intent,
+            environment=_list(environment),
+            tools=_list(tools),
+            agent=agent,
+            user=user,
+            k=k,
+            include_candidates=include_candidates,
+            include_warnings=include_warnings,
+        )
+        return Recall.from_json(self._call("POST", "recall", body))
+
+    def recall_feedback(
+        self,
+        recall_id: int | str,
+        *,
+        helpful: Iterable[int] = (),
+        unhelpful: Iterable[int] = (),
+    ) -> Any:
+        """Say which items of a recall helped; it feeds the votes and the hit rate."""
+        body = {"helpful": list(helpful), "unhelpful": list(unhelpful)}
+        return self._call("POST", f"recall/{recall_id}/feedback", body)
+
+    def check_tool_call(
+        self,
+        tool: str,
+        arguments: Any,
+        *,
+        task: str | None = None,
+        environment: Sequence[str] | None = None,
+        agent: str | None = None,
+        timeout: float | None = None,
+    ) -> list[ToolWarning]:
+        """Frequent failure patterns matching a planned call (empty when nothing matches).
+        Meant to be called before every tool call: keep `timeout` short."""
+        body = _without_none(
+            tool=tool, arguments=arguments, task=task, environment=_list(environment), agent=agent
+        )
+        answer = call_with_retries(
+            lambda: self.transport.request("POST", "warnings", body, timeout=timeout),
+            attempts=1 + self.retries,
+            backoff=self.backoff,
+            max_wait=self.max_retry_wait,
+        )
+        return [ToolWarning.from_json(w) for w in (answer or {}).get("warnings") or []]
+
+    # ------------------------------------------------------------------ traces
+
+    def send_trace(self, trace: dict[str, Any]) -> dict[str, Any]:
+        """Store one complete trajectory (idempotent on external_id: retries are safe)."""
+        return self._call("POST", "traces", trace)
+
+    def send_traces(self, traces: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Store many; one result per trace (`created`, `duplicate`, `conflict`, `invalid`)."""
+        return self._call("POST", "traces/batch", {"traces": list(traces)})["results"]
+
+    def get_trace(self, trace_id: int) -> dict[str, Any]:
+        return self._call("GET", f"traces/{trace_id}")
+
+    def recorder(
+        self,
+        *,
+        agent: str,
+        task: str,
+        environment: Sequence[str] = (),
+        external_id: str | None = None,
+        **options: Any,
+    ) -> TrajectoryRecorder:
+        """A recorder that streams one trajectory in the background; see TrajectoryRecorder."""
+        return TrajectoryRecorder(
+            self.transport,
+            agent=agent,
+            task=task,
+            environment=environment,
+            external_id=external_id,
+            **options,
+        )
+
+
+def _list(values: Sequence[str] | None) -> list[str] | None:
+    return None if values is None else list(values)
+
+
+def _without_none(**fields: Any) -> dict[str, Any]:
+    return {name: value for name, value in fields.items() if value is not None}

@@ -1,0 +1,593 @@
+"""`TrajectoryRecorder`: record an agent's events without ever waiting for the server.
+
+`record_event` only puts the event on a bounded in-memory queue and returns. One background
+thread per recorder persists the trajectory in order through the streaming endpoints: it opens
+the trace, appends steps in small batches, and completes it once `finish` was called and every
+step before it is stored.
+
+Delivery: connection errors, 5xx, 408 and 429 are retried without limit (exponential backoff
+with jitter, capped at `backoff.cap` seconds; a 429's Retry-After is honoured). A batch stays in
+memory until the server confirms it, and steps keep the index they were given, so a request
+whose answer was lost is simply resent: the server skips a step it already stores, and opening
+or completing the same trace twice is a no-op. Nothing is lost while the server is briefly down
+as long as the queue has room.
+
+Any other error (401, 403, 404, 409, 413, 422) is permanent: it is logged once, the recorder
+stops, `recorder.error` holds it and `flush()` raises `RecorderError`. It is never retried.
+
+A full queue (the server has been unreachable for a while, or the agent records faster than the
+server stores): `record_event` blocks for at most `put_timeout` seconds, then, with the default
+`overflow="drop"`, drops the event, counts it in `recorder.dropped` and returns False (an
+agent must never stall or crash because of its telemetry; the completed trace then ends with a
+`system` step saying how many events were dropped). With `overflow="raise"` it raises
+`QueueFull` instead.
+
+At interpreter exit, every recorder still running is finished (outcome "unknown" unless one was
+set) and flushed, waiting at most `exit_timeout` seconds in all.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import queue
+import threading
+import time
+import traceback
+import uuid
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import partial
+from types import TracebackType
+from typing import Any, Literal
+
+from hindsight_client.errors import ApiError, ConnectionFailed, QueueFull, RecorderError
+from hindsight_client.transport import Backoff, Transport, is_retryable
+
+logger = logging.getLogger("hindsight_client")
+
+STEP_KINDS = ("user_input", "llm_reasoning", "tool_call", "system", "state_change")
+OUTCOMES = ("success", "failure", "partial", "unknown")
+Overflow = Literal["drop", "raise"]
+
+
+UTC = timezone.utc  # noqa: UP017 - the client is vendored into agents on Python < 3.11
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+class _Wake:
+    """Put on the queue by `finish` so a sender blocked on an empty queue looks again."""
+
+
+_WAKE = _Wake()
+
+
+@dataclass
+class StepHandle:
+    """Yielded by `TrajectoryRecorder.step()`: set what the tool returned."""
+
+    observation: Any = None
+    is_error: bool = False
+    error_type: str = ""
+
+
+class TrajectoryRecorder:
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        agent: str,
+        task: str,
+        environment: Sequence[str] = (),
+        external_id: str | None = None,
+        task_type: str | None = None,
+        intent: str | None = None,
+        session_id: str | None = None,
+        user: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        max_queue: int = 10_000,
+        batch_size: int = 20,
+        max_batch_bytes: int = 1_000_000,
+        max_observation_chars: int = 65_536,
+        put_timeout: float = 0.05,
+        overflow: Overflow = "drop",
+        backoff: Backoff | None = None,
+        exit_timeout: float = 10.0,
+    ) -> None:
+        if not agent or not task:
+            raise ValueError("a recorder needs a non-empty agent and task")
+        if overflow not in ("drop", "raise"):
+            raise ValueError("overflow must be 'drop' or 'raise'")
+        self.transport = transport
+        self.external_id = external_id or str(uuid.uuid4())
+        self.agent = agent
+        self.task = task
+        header: dict[str, Any] = {
+            "external_id": self.external_id,
+            "agent": agent,
+            "task": task,
+            "environment": list(environment),
+            "started_at": now_iso(),
+        }
+        for name, value in (
+            ("task_type", task_type),
+            ("intent", intent),
+            ("session_id", session_id),
+            ("user", user),
+            ("metadata", metadata),
+        ):
+            if value is not None:
+                header[name] = value
+        self._header = header
+        self.batch_size = max(1, batch_size)
+        self.max_batch_bytes = max_batch_bytes
+        self.max_observation_chars = max_observation_chars
+        self.put_timeout = put_timeout
+        self.overflow = overflow
+        self.backoff = backoff or Backoff(base=0.1, cap=2.0)
+        self.exit_timeout = exit_timeout
+
+        self._queue: queue.Queue[dict[str, Any] | _Wake] = queue.Queue(maxsize=max(1, max_queue))
+        self._context: dict[str, Any] = {"task_goal": task}
+        self._lock = threading.Condition()
+        self._accepted = 0  # events put on the queue
+        self._stored = 0  # steps the server confirmed
+        self._dropped = 0
+        self._finish: dict[str, Any] | None = None
+        self._completed = False
+        self._error: ApiError | None = None
+        self._stop = threading.Event()
+        self._next_index = 0
+        self._outcome: dict[str, Any] = {}
+        self.trace_id: int | None = None
+
+        _live.add(self)
+        self._thread = threading.Thread(
+            target=self._run, name=f"hindsight-recorder-{self.external_id[:8]}", daemon=True
+        )
+        self._thread.start()
+
+    # ------------------------------------------------------------------ the agent's side
+
+    def record_event(
+        self,
+        kind: str = "tool_call",
+        *,
+        tool: str = "",
+        arguments: Any = None,
+        observation: Any = None,
+        is_error: bool = False,
+        content: str = "",
+        context: dict[str, Any] | None = None,
+        error_type: str = "",
+        observation_summary: str | None = None,
+        started_at: datetime | str | None = None,
+        duration_ms: int | None = None,
+        agent: str | None = None,
+    ) -> bool:
+        """Queue one event and return at once: True if queued, False if dropped (queue full
+        with overflow="drop", or the recorder failed earlier; see `error`)."""
+        if kind not in STEP_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(STEP_KINDS)}; got {kind!r}")
+        if kind == "tool_call" and not tool:
+            raise ValueError("a tool_call event needs a 'tool'")
+        if self._finish is not None:
+            raise RuntimeError("this recorder was finished; start a new one for a new task")
+        step: dict[str, Any] = {
+            "kind": kind,
+            "started_at": started_at.isoformat()
+            if isinstance(started_at, datetime)
+            else (started_at or now_iso()),
+            "context": {**self._context, **(context or {})},
+        }
+        for name, value in (
+            ("tool", tool),
+            ("content", content),
+            ("error_type", error_type),
+            ("agent", agent),
+        ):
+            if value:
+                step[name] = value
+        if arguments is not None:
+            step["arguments"] = arguments
+        if observation is not None:
+            step["observation"] = observation
+        if observation_summary is not None:
+            step["observation_summary"] = observation_summary
+        if is_error:
+            step["is_error"] = True
+        if duration_ms is not None:
+            step["duration_ms"] = max(0, int(duration_ms))
+        return self._put(step)
+
+    def _put(self, step: dict[str, Any]) -> bool:
+        if self._error is not None:
+            with self._lock:
+                self._dropped += 1
+            return False
+        try:
+            # Counted before the put, so a flush never sees a step the sender already took
+            # as not yet accepted.
+            with self._lock:
+                self._accepted += 1
+            self._queue.put(step, timeout=self.put_timeout)
+            return True
+        except queue.Full:
+            with self._lock:
+                self._accepted -= 1
+                self._dropped += 1
+                first = self._dropped == 1
+                self._lock.notify_all()
+            if self.overflow == "raise":
+                raise QueueFull(
+                    f"{self._queue.maxsize} events are waiting to be sent "
+                    f"(server unreachable?); the event was not recorded"
+                ) from None
+            if first:
+                logger.warning(
+                    "hindsight recorder %s: queue full (%d events waiting); dropping events",
+                    self.external_id,
+                    self._queue.maxsize,
+                )
+            return False
+
+    def set_context(self, **context: Any) -> None:
+        """Update the context snapshot (subtask, latest_user_input, ...) of later events."""
+        self._context = {**self._context, **context}
+
+    def user_input(self, text: str) -> bool:
+        self.set_context(latest_user_input=text)
+        return self.record_event("user_input", content=text)
+
+    def reasoning(self, text: str) -> bool:
+        return self.record_event("llm_reasoning", content=text)
+
+    @contextmanager
+    def step(self, tool: str, arguments: Any = None, **fields: Any) -> Iterator[StepHandle]:
+        """Time one tool call and record it when the block ends; an exception marks the step
+        failed (its type and message become the observation) and is re-raised.
+
+            with recorder.step("http_get", {"url": url}) as call:
+                call.observation = fetch(url)
+        """
+        handle = StepHandle()
+        started_at = now_iso()
+        began = time.monotonic()
+        try:
+            yield handle
+        except Exception as exc:
+            self.record_event(
+                "tool_call",
+                tool=tool,
+                arguments=arguments,
+                observation=handle.observation
+                if handle.observation is not None
+                else (str(exc) or type(exc).__name__),
+                is_error=True,
+                error_type=handle.error_type or type(exc).__name__,
+                started_at=started_at,
+                duration_ms=int((time.monotonic() - began) * 1000),
+                **fields,
+            )
+            raise
+        self.record_event(
+            "tool_call",
+            tool=tool,
+            arguments=arguments,
+            observation=handle.observation,
+            is_error=handle.is_error,
+            error_type=handle.error_type,
+            started_at=started_at,
+            duration_ms=int((time.monotonic() - began) * 1000),
+            **fields,
+        )
+
+    def set_outcome(
+        self, outcome: str, *, final_answer: str | None = None, feedback: str | None = None
+    ) -> None:
+        """The outcome the context manager finishes with when the block ends without error."""
+        _check_outcome(outcome)
+        self._outcome = {"outcome": outcome, "final_answer": final_answer, "feedback": feedback}
+
+    def finish(
+        self,
+        outcome: str = "success",
+        *,
+        final_answer: str | None = None,
+        feedback: str | None = None,
+        wait: float | None = None,
+    ) -> bool:
+        """Complete the trajectory once every event before it is stored. Returns at once
+        unless `wait` is given (then as `flush(wait)`). A second call is ignored."""
+        _check_outcome(outcome)
+        with self._lock:
+            if self._finish is not None:
+                return self.flush(wait) if wait is not None else True
+            self._finish = {
+                "outcome": outcome,
+                "ended_at": now_iso(),
+                "final_answer": final_answer or "",
+                "feedback": feedback or "",
+            }
+        try:
+            self._queue.put_nowait(_WAKE)
+        except queue.Full:
+            pass  # the sender is busy with a non-empty queue and checks _finish when it drains
+        return self.flush(wait) if wait is not None else True
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until the trace is open and every recorded event (and the completion, once
+        finished) is stored.
+        True when done, False on timeout; raises RecorderError if the server refused the data."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            while not self._drained():
+                if self._error is not None:
+                    break
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._lock.wait(remaining)
+            if self._error is not None:
+                raise RecorderError(
+                    f"hindsight recorder {self.external_id} stopped: {self._error}",
+                    unsent=self._accepted - self._stored,
+                ) from self._error
+        return True
+
+    def _drained(self) -> bool:
+        return (
+            self.trace_id is not None
+            and self._stored >= self._accepted
+            and (self._finish is None or self._completed)
+        )
+
+    @property
+    def error(self) -> ApiError | None:
+        return self._error
+
+    @property
+    def dropped(self) -> int:
+        return self._dropped
+
+    @property
+    def pending(self) -> int:
+        """Events recorded but not yet confirmed by the server."""
+        return self._accepted - self._stored
+
+    @property
+    def is_finishing(self) -> bool:
+        """finish() was called (the trace may not be complete on the server yet)."""
+        return self._finish is not None
+
+    @property
+    def is_complete(self) -> bool:
+        return self._completed
+
+    def __enter__(self) -> TrajectoryRecorder:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._finish is not None:
+            return
+        if exc is not None and self._error is None:
+            last = traceback.format_exception_only(exc)[-1].strip()
+            with suppress(QueueFull):  # never hide the agent's own exception
+                self._put(
+                    {
+                        "kind": "system",
+                        "content": f"the agent stopped with an exception: {last}",
+                        "is_error": True,
+                        "error_type": type(exc).__name__,
+                        "started_at": now_iso(),
+                        "context": dict(self._context),
+                    }
+                )
+            self.finish("failure", final_answer=self._outcome.get("final_answer"))
+        else:
+            self.finish(**{"outcome": "success", **{k: v for k, v in self._outcome.items() if v}})
+
+    # ------------------------------------------------------------------ the sender thread
+
+    def _run(self) -> None:
+        try:
+            self._deliver(self._open)
+            with self._lock:
+                self._lock.notify_all()
+            while not self._stop.is_set():
+                batch = self._take()
+                if batch:
+                    self._deliver(partial(self._append, batch))
+                    with self._lock:
+                        self._stored += len(batch)
+                        self._lock.notify_all()
+                elif self._finish is not None and self._queue.empty():
+                    self._send_dropped_notice()
+                    self._deliver(self._complete)
+                    with self._lock:
+                        self._completed = True
+                        self._lock.notify_all()
+                    return
+        except ApiError as error:
+            self._fail(error)
+        except _Stopped:
+            pass
+        finally:
+            _live.discard(self)
+
+    def _take(self) -> list[tuple[dict[str, Any], bytes]]:
+        """Up to batch_size steps (and max_batch_bytes), indexed in queue order. Blocks while
+        the queue is empty and the recorder is not finished."""
+        batch: list[tuple[dict[str, Any], bytes]] = []
+        size = 0
+        block = self._finish is None
+        while len(batch) < self.batch_size:
+            try:
+                item = self._queue.get(block=block and not batch, timeout=None)
+            except queue.Empty:
+                break
+            if isinstance(item, _Wake):
+                block = False
+                continue
+            item["index"] = self._next_index
+            self._next_index += 1
+            encoded = self._encode(item)
+            batch.append((item, encoded))
+            size += len(encoded)
+            if size >= self.max_batch_bytes:
+                break
+        return batch
+
+    def _encode(self, step: dict[str, Any]) -> bytes:
+        observation = step.get("observation")
+        cap = self.max_observation_chars
+        if observation is not None and not isinstance(observation, str):
+            text = json.dumps(observation, default=str)
+            if len(text) > cap:
+                step["observation"] = observation = text
+        if isinstance(observation, str) and len(observation) > cap:
+            step["observation"] = observation[:cap] + f"\n[... cut by the client at {cap} chars]"
+        return json.dumps(step, default=str).encode()
+
+    def _deliver(self, send: Callable[[], None]) -> None:
+        """Call `send` until it succeeds; retryable errors wait and retry, others raise."""
+        attempt = 0
+        failing_since: float | None = None
+        last_log = 0.0
+        while True:
+            if self._stop.is_set():
+                raise _Stopped
+            try:
+                send()
+                if failing_since is not None:
+                    logger.info(
+                        "hindsight recorder %s: server reachable again after %.1fs",
+                        self.external_id,
+                        time.monotonic() - failing_since,
+                    )
+                return
+            except (ApiError, ConnectionFailed) as error:
+                if not is_retryable(error):
+                    raise
+                now = time.monotonic()
+                if failing_since is None:
+                    failing_since = now
+                if now - last_log > 30:
+                    logger.warning(
+                        "hindsight recorder %s: %s; retrying (%d events waiting)",
+                        self.external_id,
+                        error,
+                        self.pending,
+                    )
+                    last_log = now
+                delay = min(self.backoff.delay(attempt, error), 60.0)
+                attempt += 1
+                if self._stop.wait(delay):
+                    raise _Stopped from None
+
+    def _open(self) -> None:
+        answer = self.transport.request("POST", "traces/open", self._header)
+        self.trace_id = answer["id"]
+
+    def _append(self, batch: list[tuple[dict[str, Any], bytes]]) -> None:
+        body = b'{"steps":[' + b",".join(encoded for _, encoded in batch) + b"]}"
+        self.transport.request("POST", f"traces/{self.trace_id}/steps", data=body)
+
+    def _complete(self) -> None:
+        assert self._finish is not None
+        self.transport.request("POST", f"traces/{self.trace_id}/complete", self._finish)
+
+    def _send_dropped_notice(self) -> None:
+        if not self._dropped:
+            return
+        notice = {
+            "kind": "system",
+            "index": self._next_index,
+            "content": f"hindsight client: {self._dropped} events were dropped (queue full)",
+            "started_at": now_iso(),
+            "context": dict(self._context),
+        }
+        self._next_index += 1
+        encoded = self._encode(notice)
+        self._deliver(partial(self._append, [(notice, encoded)]))
+
+    def _fail(self, error: ApiError) -> None:
+        with self._lock:
+            self._error = error
+            unsent = self._accepted - self._stored
+            self._lock.notify_all()
+        logger.error(
+            "hindsight recorder %s stopped: the server refused its data (%s); "
+            "%d events not stored; not retrying",
+            self.external_id,
+            error,
+            unsent,
+        )
+        # Free the memory of what will never be sent.
+        while True:
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
+
+    def stop(self) -> None:
+        """Stop the sender without waiting for anything (what is unsent stays unsent)."""
+        self._stop.set()
+        try:
+            self._queue.put_nowait(_WAKE)
+        except queue.Full:
+            pass
+        _live.discard(self)
+
+
+class _Stopped(Exception):
+    pass
+
+
+def _check_outcome(outcome: str) -> None:
+    if outcome not in OUTCOMES:
+        raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)}; got {outcome!r}")
+
+
+# ---------------------------------------------------------------------- interpreter exit
+
+_live: weakref.WeakSet[TrajectoryRecorder] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    recorders = list(_live)
+    if not recorders:
+        return
+    deadline = time.monotonic() + max(r.exit_timeout for r in recorders)
+    for recorder in recorders:
+        if recorder._finish is None and recorder.error is None:
+            logger.warning(
+                "hindsight recorder %s was not finished; finishing it at exit as %r",
+                recorder.external_id,
+                recorder._outcome.get("outcome", "unknown"),
+            )
+            recorder.finish(recorder._outcome.get("outcome", "unknown"))
+    for recorder in recorders:
+        try:
+            done = recorder.flush(max(0.0, deadline - time.monotonic()))
+        except RecorderError:
+            continue  # already logged when it happened
+        if not done:
+            logger.warning(
+                "hindsight recorder %s: %d events not sent before exit (server unreachable)",
+                recorder.external_id,
+                recorder.pending,
+            )
