@@ -79,14 +79,17 @@ TEMPLATES = [
 # ------------------------------------------------------------------ services
 _database_url = os.environ.get("DATABASE_URL", "").strip()
 _redis_url = os.environ.get("REDIS_URL", "").strip()
-if not _database_url or not _redis_url:
+# Commands that only speak HTTP to a running site (the MCP proxy and server) set
+# HINDSIGHT_EMBEDDED=off: no database or Redis is started for them.
+_embedded = env_bool("HINDSIGHT_EMBEDDED", True)
+if _embedded and (not _database_url or not _redis_url):
     _embedded_db, _embedded_redis = embedded.resolve_urls(
         need_database=not _database_url, need_redis=not _redis_url
     )
     _database_url = _database_url or _embedded_db
     _redis_url = _redis_url or _embedded_redis
-DATABASE_URL = _database_url
-REDIS_URL = _redis_url
+DATABASE_URL = _database_url or f"postgresql:///{embedded.DATABASE_NAME}"
+REDIS_URL = _redis_url or "redis://127.0.0.1:6379/0"
 
 DATABASES = {
     "default": {

@@ -135,10 +135,17 @@ def drafts_from_outcomes(
     outcomes: list[ReviewOutcome],
 ) -> tuple[list[ExperienceDraft], list[PatternDraft]]:
     experiences, patterns = [], []
+    has_full = any(o.request.window.kind == "full" for o in outcomes)
     for outcome in outcomes:
         template, request = outcome.template, outcome.request
         if not template.worth_reference:
             continue  # not worth referencing: the labels are all it leaves
+        if has_full and request.window.kind == "local":
+            # The full review already speaks for the whole trajectory; a local review adds its
+            # Review record and failure patterns, not a second, overlapping experience.
+            labels = {j.index: j.label for j in template.labels}
+            patterns.extend(pattern_drafts(trace=request.trace, steps=request.steps, labels=labels))
+            continue
         labels = {j.index: j.label for j in template.labels}
         experiences.append(
             experience_draft(

@@ -18,7 +18,11 @@ def error_signature(step: StepView) -> str:
     lines = (
         signal_lines(observation) or [line for line in observation.splitlines() if line.strip()][:1]
     )
-    text = (step.error_type + ": " if step.error_type else "") + (lines[0] if lines else "")
+    line = lines[0] if lines else ""
+    prefix = step.error_type
+    if prefix and line.lower().lstrip().startswith(prefix.lower()):
+        prefix = ""  # "FileNotFoundError: ..." already names the type
+    text = (prefix + ": " if prefix else "") + line
     text = _QUOTED.sub("<s>", text.lower())
     text = _PATH.sub("<path>", text)
     text = _HEX.sub("<id>", text)

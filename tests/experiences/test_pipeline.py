@@ -192,3 +192,22 @@ def test_a_trajectory_not_worth_referencing_leaves_only_labels(project):
     assert trace.steps.exclude(label="").count() == 6
     assert not Review.objects.get(trace=trace).is_reference_worthy
     assert not Experience.objects.exists() and not FailurePattern.objects.exists()
+
+
+def test_a_local_review_beside_a_full_one_adds_no_second_experience(project):
+    body = seed_000_body()
+    body["steps"][3]["is_error"] = True  # steps 3 and 4 now fail back to back: a local review
+    body["steps"][3]["observation"] = "Error: container svc-a not found"
+    trace = ingest(project, body)
+    review_trace(trace.pk)
+
+    assert set(Review.objects.filter(trace=trace).values_list("kind", flat=True)) == {"full", "local"}
+    assert Experience.objects.count() == 1
+    assert FailurePattern.objects.count() == 2
+
+
+def test_the_error_type_is_not_repeated_in_the_signature(project):
+    body = seed_000_body()
+    body["steps"][4]["observation"] = "ConnectionRefused: svc-b:8080 after 3012 ms"
+    review_trace(ingest(project, body).pk)
+    assert FailurePattern.objects.get().error_signature == "connectionrefused: svc-b:<n> after <n> ms"

@@ -172,3 +172,15 @@ def test_key_values_are_identifiers_numbers_and_names():
     values = key_values("pod svc-a-7d9f at 10.0.3.17:8080 hit NetworkPolicy; error true the")
     assert {"svc-a-7d9f", "10.0.3.17", "8080", "networkpolicy"} <= values
     assert not {"error", "true", "the", "pod"} & values
+
+
+def test_a_tool_that_also_worked_is_not_avoided_wholesale():
+    steps = [
+        sv(0, tool="read_file", arguments={"path": "/etc/app.yml"}, is_error=True,
+           error_type="FileNotFoundError", observation="FileNotFoundError: /etc/app.yml"),
+        sv(1, tool="read_file", arguments={"path": "/etc/app/config.yml"}, observation="port: 8443"),
+    ]  # fmt: skip
+    template = HeuristicReviewer().review(request_for(tv(final_answer="port 8443"), steps)).template
+
+    assert "Avoid read_file" not in template.experience
+    assert any("read_file" in line and "FileNotFoundError" in line for line in template.improvements)
