@@ -1,11 +1,14 @@
 """Ingest throughput through the real site: `hindsight run` as a subprocess, HTTP batch ingest.
 
     .venv/bin/python bench/ingest.py [--traces 4000] [--batch 25] [--concurrency 4]
+                                     [--web-workers N] [--worker paused|running]
 
 Starts the launcher on a fresh data dir and a free port (rate limit off, beat off), waits until it
 is ready, then posts 20-step trajectories to `POST /api/v1/traces/batch` from several client
-threads: a warm-up, then a timed run. The setup is printed first; the LAST line is one JSON
-object with the figures, so scripts can read it with `tail -n 1`.
+threads: a warm-up, then a timed run. By default the Celery worker is paused during the run, so
+the figure is ingest alone (reviews queue up in Redis, as they would behind a busy worker pool).
+The setup and the CPU seconds used by each part (web, PostgreSQL, worker, ...) are printed
+first; the LAST line is one JSON object with the figures, so scripts can `tail -n 1` it.
 """
 
 from __future__ import annotations
@@ -209,6 +212,7 @@ class Site:
         for name in ("DATABASE_URL", "REDIS_URL"):
             self.env.pop(name, None)
         self.process: subprocess.Popen[bytes] | None = None
+        self.paused: list[int] = []
 
     def start(self) -> str:
         with self.log_path.open("wb") as log:
@@ -228,9 +232,32 @@ class Site:
     def log_tail(self) -> str:
         return self.log_path.read_text(errors="replace")[-3000:]
 
+    def pause_worker(self) -> int:
+        """SIGSTOP the Celery worker and its pool, so reviews do not compete for the CPU."""
+        table = _proc_table()
+        launcher = self.process.pid if self.process else -1
+        workers = [
+            pid
+            for pid, (parent, _, cmdline) in table.items()
+            if parent == launcher and "celery" in cmdline and " worker " in cmdline
+        ]
+        self.paused = workers + [pid for pid, row in table.items() if row[0] in workers]
+        for pid in self.paused:
+            os.kill(pid, signal.SIGSTOP)
+        return len(self.paused)
+
+    def resume_worker(self) -> None:
+        for pid in self.paused:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        self.paused = []
+
     def stop(self) -> int | None:
         if self.process is None:
             return None
+        self.resume_worker()  # a stopped process would not act on the launcher's SIGTERM
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -334,7 +361,9 @@ def _proc_table() -> dict[int, tuple[int, float, str]]:
         fields = stat[stat.rindex(")") + 2 :].split()
         table[int(entry.name)] = (
             int(fields[1]),
-            (int(fields[11]) + int(fields[12])) / ticks,
+            # utime + stime, plus cutime + cstime: the CPU of children already gone (PostgreSQL
+            # backends whose connection was recycled) moves into their parent's count.
+            sum(int(f) for f in fields[11:15]) / ticks,
             cmdline,
         )
     return table
@@ -383,6 +412,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=400, help="trajectories before timing")
     parser.add_argument("--web-workers", type=int, default=None,
                         help="HINDSIGHT_WEB_WORKERS for the launcher (its default: 3)")  # fmt: skip
+    parser.add_argument(
+        "--worker",
+        choices=["paused", "running"],
+        default="paused",
+        help="paused (default): the Celery worker is stopped during the run, so the figure is "
+        "ingest alone and the reviews queue up; running: reviews compete for the same cores",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep-data", action="store_true", help="keep the temp data dir")
     args = parser.parse_args(argv)
@@ -402,7 +438,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cores              {os.cpu_count()}")
     print(f"web workers        {web_workers} (gunicorn sync)")
     celery = os.environ.get("HINDSIGHT_WORKER_CONCURRENCY", "2")
-    print(f"same machine       client, celery worker (concurrency {celery}), PostgreSQL, Redis")
+    print(f"same machine       client, PostgreSQL, Redis, celery worker (concurrency {celery}, "
+          f"{args.worker} during the run)")  # fmt: skip
     print(f"launcher env       {' '.join(f'{k}={v}' for k, v in sorted(env.items()))}")
     print(f"batch              {args.batch} trajectories x {STEPS_PER_TRACE} steps")
     print(f"concurrency        {args.concurrency} client threads")
@@ -412,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"data dir           {data_dir}", flush=True)
     figures: dict[str, Any] = {"errors": None, "failure": "the run did not complete"}
     try:
-        figures = measure(site, warmup, timed, args.concurrency)
+        figures = measure(site, warmup, timed, args.concurrency, pause=args.worker == "paused")
     except RuntimeError as error:
         print(error, file=sys.stderr)
         figures["failure"] = str(error).splitlines()[0]
@@ -427,11 +464,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def measure(
-    site: Site, warmup: list[bytes], timed: list[bytes], concurrency: int
+    site: Site, warmup: list[bytes], timed: list[bytes], concurrency: int, *, pause: bool
 ) -> dict[str, Any]:
     started = time.perf_counter()
     key = site.start()
     print(f"launcher ready in  {time.perf_counter() - started:.1f} s", flush=True)
+    if pause:
+        print(f"review worker      paused ({site.pause_worker()} processes SIGSTOPped)")
     run_load(site.port, key, warmup, concurrency)
     before = cpu_by_group(site)
     tally, seconds = run_load(site.port, key, timed, concurrency)
@@ -439,10 +478,17 @@ def measure(
     cpu = {group: round(after[group] - before.get(group, 0.0), 1) for group in sorted(after)}
     if tally.first_error:
         print(f"first error        {tally.first_error}")
-    available = (os.cpu_count() or 1) * seconds
+    cores = os.cpu_count() or 1
     used = ", ".join(f"{group} {value:.1f}" for group, value in cpu.items())
-    print(f"CPU seconds        {used} (of {available:.1f} available in {seconds:.1f} s)")
+    print(f"CPU seconds        {used} (of {cores * seconds:.1f} available in {seconds:.1f} s)")
     steps = tally.created * STEPS_PER_TRACE
+    # On a shared machine the wall-clock figure depends on everyone else's load; the CPU the
+    # server side (web, PostgreSQL, Redis, worker) spent per step does not.
+    server_cpu = sum(v for k, v in cpu.items() if k not in ("client", "launcher"))
+    batches = max(len(tally.latencies_ms), 1)
+    ceiling = steps / server_cpu * cores if server_cpu else 0.0
+    print(f"server CPU         {server_cpu / batches * 1000:.0f} ms per batch; "
+          f"{ceiling:.0f} steps/s if the server had all {cores} cores to itself")  # fmt: skip
     return {
         "steps_per_s": round(steps / seconds, 1),
         "traces_per_s": round(tally.created / seconds, 1),
@@ -452,6 +498,8 @@ def measure(
         "seconds": round(seconds, 2),
         "errors": tally.errors,
         "cpu_seconds": cpu,
+        "server_cpu_ms_per_batch": round(server_cpu / batches * 1000, 1),
+        "cpu_bound_steps_per_s": round(ceiling, 1),
     }
 
 

@@ -1,0 +1,242 @@
+"""`hindsight run` end to end: a real launcher process on a temp data dir and a free port.
+
+Each launcher start takes several seconds, so the module shares one run (started once) and one
+restart; the restart is a module fixture too, used by the tests that look at the stop and at what
+survives it.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import trajectory
+
+pytestmark = pytest.mark.launcher
+
+ROOT = Path(__file__).resolve().parents[2]
+HINDSIGHT = shutil.which("hindsight", path=str(Path(sys.executable).parent)) or "hindsight"
+START_TIMEOUT = 90.0
+STOP_TIMEOUT = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def child_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    """The test's environment, pointed at `data_dir` and without external services."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update(HINDSIGHT_DATA_DIR=str(data_dir), **extra)
+    return env
+
+
+class Launcher:
+    """One `hindsight run` process at a time on a fixed data dir and port."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log = data_dir.parent / "launcher.log"
+        self.output = ""
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        env = child_env(
+            self.data_dir,
+            HINDSIGHT_PORT=str(self.port),
+            # One of each keeps the start quick; the supervision is the same for any count.
+            HINDSIGHT_WEB_WORKERS="1",
+            HINDSIGHT_WORKER_CONCURRENCY="1",
+        )
+        with self.log.open("wb") as log:  # a fresh log per start
+            self.process = subprocess.Popen(
+                [HINDSIGHT, "run"], env=env, cwd=ROOT,
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+        deadline = time.monotonic() + START_TIMEOUT
+        # The last line of the banner: everything above it (URL, login, key) is printed by then.
+        while "[hindsight]   Ctrl-C stops" not in (text := self.log.read_text(errors="replace")):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                pytest.fail(f"the launcher did not become ready:\n{text[-4000:]}")
+            time.sleep(0.2)
+        self.output = text
+
+    def stop(self) -> int | None:
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+    def demo_key(self) -> str:
+        match = re.search(r"demo key\s+(hs_\S+)", self.output)
+        assert match, self.output
+        return match.group(1)
+
+
+def processes_of(data_dir: Path) -> list[str]:
+    """Live processes whose command line or environment mentions `data_dir` (PostgreSQL,
+    Redis, gunicorn, Celery and their children all inherit the launcher's environment)."""
+    needle = str(data_dir).encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue  # exited meanwhile, or not ours to read
+        if not cmdline:
+            continue  # a zombie waiting for its parent
+        if needle in cmdline or needle in environ:
+            command = cmdline.replace(b"\0", b" ").decode(errors="replace")
+            found.append(f"{entry.name}: {command}")
+    return found
+
+
+def http(method: str, url: str, key: str, body: Any = None) -> tuple[int, Any]:
+    request = urllib.request.Request(
+        url,
+        method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"null")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Iterator[Launcher]:
+    launcher = Launcher(tmp_path_factory.mktemp("launcher") / "data")
+    launcher.start()
+    yield launcher
+    launcher.stop()
+
+
+@dataclass(frozen=True)
+class Restart:
+    exit_status: int | None
+    running_before: list[str]
+    leftovers: list[str]
+    trace_id: int
+    key_before: str
+
+
+@pytest.fixture(scope="module")
+def restarted(site: Launcher) -> Restart:
+    """Ingest a trace, stop the launcher with SIGTERM, start it again on the same data dir."""
+    key = site.demo_key()
+    status, body = http("POST", f"{site.base_url}/api/v1/traces", key, trajectory("survivor"))
+    assert status == 201, body
+    running_before = processes_of(site.data_dir)
+    exit_status = site.stop()
+    deadline = time.monotonic() + 3  # grandchildren are reaped by init a moment later
+    while (leftovers := processes_of(site.data_dir)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    site.start()
+    return Restart(exit_status, running_before, leftovers, body["id"], key)
+
+
+# ---------------------------------------------------------------------------- one run
+
+
+def test_it_prints_the_url_the_login_and_the_demo_key(site):
+    assert f"http://localhost:{site.port}/" in site.output
+    assert re.search(r"login: admin / \S+", site.output)
+    assert site.demo_key() == (site.data_dir / "demo-api-key").read_text().strip()
+
+
+def test_the_demo_key_works_over_http(site):
+    status, body = http("GET", f"{site.base_url}/api/v1/traces", site.demo_key())
+
+    assert status == 200
+    assert isinstance(body["items"], list) and "next_cursor" in body
+
+
+def test_a_wrong_key_is_refused_over_http(site):
+    status, body = http("GET", f"{site.base_url}/api/v1/traces", "hs_not-a-key")
+    assert (status, body) == (401, {"detail": "Unauthorized"})
+
+
+def test_a_second_launcher_on_the_same_data_dir_refuses_to_start(site):
+    env = child_env(site.data_dir, HINDSIGHT_PORT=str(free_port()))
+    second = subprocess.run(
+        [HINDSIGHT, "run"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+
+    assert second.returncode != 0
+    assert "already running" in second.stdout + second.stderr
+    assert site.process is not None and site.process.poll() is None  # the first one runs on
+
+
+def test_create_api_key_reaches_the_running_launchers_database(site):
+    command = subprocess.run(
+        [sys.executable, "manage.py", "create_api_key", "--project", "demo", "--scopes", "ingest"],
+        env=child_env(site.data_dir),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert command.returncode == 0, command.stderr
+    key = command.stdout.strip()
+
+    assert key.startswith("hs_") and key != site.demo_key()
+    status, _ = http("GET", f"{site.base_url}/api/v1/traces", key)
+    assert status == 200
+
+
+# ---------------------------------------------------------------------------- stop and restart
+
+
+def test_sigterm_stops_it_with_exit_status_0(restarted):
+    assert restarted.exit_status == 0
+
+
+def test_sigterm_leaves_no_process_of_its_data_dir(restarted):
+    # PostgreSQL, Redis, gunicorn (master + worker), Celery (main + pool) and beat were found.
+    assert len(restarted.running_before) >= 7, restarted.running_before
+    assert restarted.leftovers == []
+
+
+def test_traces_survive_a_restart(site, restarted):
+    status, body = http(
+        "GET", f"{site.base_url}/api/v1/traces/{restarted.trace_id}", restarted.key_before
+    )
+
+    assert status == 200
+    assert body["external_id"] == "survivor" and len(body["steps"]) == 3
+
+
+def test_the_demo_key_survives_a_restart(site, restarted):
+    assert site.demo_key() == restarted.key_before

@@ -1,0 +1,156 @@
+"""Settings from the environment: typed readers that fail loudly, service URLs, external Redis."""
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import redis as redis_lib
+from django.core.exceptions import ImproperlyConfigured
+
+from hindsight_site import embedded
+from hindsight_site.env import env_bool, env_float, env_int, env_list, env_str
+
+ROOT = Path(__file__).resolve().parents[2]
+SYSTEM_REDIS = "redis://127.0.0.1:6379/15"
+
+
+def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        env={**base, **env},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+# ---------------------------------------------------------------------------- env helpers
+
+
+def test_env_int_names_the_variable_when_it_is_not_an_integer(monkeypatch):
+    monkeypatch.setenv("HINDSIGHT_TEST_INT", "12x")
+    with pytest.raises(ImproperlyConfigured, match="HINDSIGHT_TEST_INT must be an integer"):
+        env_int("HINDSIGHT_TEST_INT", 3)
+
+
+def test_env_int_names_the_variable_when_it_is_below_the_minimum(monkeypatch):
+    monkeypatch.setenv("HINDSIGHT_TEST_INT", "-1")
+    with pytest.raises(ImproperlyConfigured, match="HINDSIGHT_TEST_INT must be at least 0"):
+        env_int("HINDSIGHT_TEST_INT", 3, minimum=0)
+
+
+def test_env_float_names_the_variable_when_it_is_not_a_number(monkeypatch):
+    monkeypatch.setenv("HINDSIGHT_TEST_FLOAT", "half")
+    with pytest.raises(ImproperlyConfigured, match="HINDSIGHT_TEST_FLOAT must be a number"):
+        env_float("HINDSIGHT_TEST_FLOAT", 1.0)
+
+
+def test_env_bool_names_the_variable_when_it_is_not_a_boolean(monkeypatch):
+    monkeypatch.setenv("HINDSIGHT_TEST_BOOL", "maybe")
+    with pytest.raises(ImproperlyConfigured, match="HINDSIGHT_TEST_BOOL must be one of"):
+        env_bool("HINDSIGHT_TEST_BOOL", False)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("1", True), ("TRUE", True), (" yes ", True), ("on", True),
+     ("0", False), ("false", False), ("No", False), ("off", False)],
+)  # fmt: skip
+def test_env_bool_reads_the_usual_spellings(monkeypatch, raw, expected):
+    monkeypatch.setenv("HINDSIGHT_TEST_BOOL", raw)
+    assert env_bool("HINDSIGHT_TEST_BOOL", not expected) is expected
+
+
+def test_env_readers_use_the_default_when_unset_or_blank(monkeypatch):
+    monkeypatch.delenv("HINDSIGHT_TEST_UNSET", raising=False)
+    monkeypatch.setenv("HINDSIGHT_TEST_BLANK", "  ")
+
+    assert env_int("HINDSIGHT_TEST_UNSET", 7) == 7 and env_int("HINDSIGHT_TEST_BLANK", 7) == 7
+    assert env_float("HINDSIGHT_TEST_BLANK", 0.5) == 0.5
+    assert env_str("HINDSIGHT_TEST_BLANK", "x") == "x"
+    assert env_bool("HINDSIGHT_TEST_UNSET", True) is True
+
+
+def test_env_list_splits_on_commas_and_drops_blanks(monkeypatch):
+    monkeypatch.setenv("HINDSIGHT_TEST_LIST", " a.example, ,b.example ,")
+    assert env_list("HINDSIGHT_TEST_LIST", ["default"]) == ["a.example", "b.example"]
+
+
+def test_a_malformed_setting_stops_manage_py_naming_the_variable():
+    result = manage("check", HINDSIGHT_DEBUG="maybe")
+
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: HINDSIGHT_DEBUG must be one of" in result.stderr
+
+
+# ---------------------------------------------------------------------------- service URLs
+
+
+def test_database_settings_read_a_unix_socket_url():
+    fields = embedded.database_settings("postgresql://postgres:@/hindsight?host=/tmp/x")
+
+    assert fields == {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": "hindsight",
+        "USER": "postgres",
+        "PASSWORD": "",
+        "HOST": "/tmp/x",
+        "PORT": "",
+    }
+
+
+def test_database_settings_read_a_tcp_url():
+    fields = embedded.database_settings("postgresql://app:s3cret@db.internal:5433/memory")
+
+    assert (fields["NAME"], fields["USER"], fields["PASSWORD"]) == ("memory", "app", "s3cret")
+    assert (fields["HOST"], fields["PORT"]) == ("db.internal", "5433")
+
+
+def test_celery_broker_url_spells_a_unix_socket_the_celery_way():
+    assert (
+        embedded.celery_broker_url("unix:///tmp/x/redis.sock") == "redis+socket:///tmp/x/redis.sock"
+    )
+
+
+def test_celery_broker_url_keeps_a_tcp_url():
+    assert embedded.celery_broker_url("redis://cache:6379/2") == "redis://cache:6379/2"
+
+
+# ---------------------------------------------------------------------------- external Redis
+
+
+@pytest.fixture
+def system_redis() -> redis_lib.Redis:
+    client = redis_lib.Redis.from_url(SYSTEM_REDIS, socket_connect_timeout=1)
+    try:
+        client.ping()
+    except redis_lib.ConnectionError:
+        pytest.skip("no Redis on 127.0.0.1:6379")
+    return client
+
+
+def test_an_external_redis_url_serves_the_broker_and_the_cache(system_redis):
+    marker = uuid.uuid4().hex
+    script = (
+        "import json; from django.conf import settings; from django.core.cache import cache; "
+        f"cache.set('settings-test', '{marker}', 60); "
+        "print(json.dumps({'broker': settings.CELERY_BROKER_URL, "
+        "'cache': settings.CACHES['default']['LOCATION'], "
+        "'read_back': cache.get('settings-test')}))"
+    )
+    # Only REDIS_URL is given: PostgreSQL stays the embedded one of the test data dir.
+    result = manage("shell", "-c", script, REDIS_URL=SYSTEM_REDIS)
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+
+    assert seen == {"broker": SYSTEM_REDIS, "cache": SYSTEM_REDIS, "read_back": marker}
+    # The value really sits in the machine's Redis, under Django's cache key format.
+    stored = system_redis.get("hindsight:1:settings-test")
+    system_redis.delete("hindsight:1:settings-test")
+    assert stored is not None and marker in stored.decode(errors="replace")
