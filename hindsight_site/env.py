@@ -9,7 +9,7 @@ import os
 from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
+_FALSE = {"0", "false", "no", "off"}
 
 
 def _raw(name: str) -> str | None:
@@ -50,7 +50,7 @@ def env_float(name: str, default: float, *, minimum: float | None = None) -> flo
 
 def env_bool(name: str, default: bool) -> bool:
     value = _raw(name)
-    if value is None:
+    if value is None or value == "":
         return default
     lowered = value.lower()
     if lowered in _TRUE:

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import IO
 
@@ -64,14 +65,18 @@ def port_is_free(host: str, port: int) -> bool:
     return True
 
 
-def wait_for_port(host: str, port: int, timeout: float) -> bool:
+def wait_for_site(host: str, port: int, timeout: float) -> bool:
+    """True once the login page answers 200: the site serves requests, not just accepts them."""
     deadline = time.monotonic() + timeout
+    url = f"http://{host if host != '0.0.0.0' else '127.0.0.1'}:{port}/accounts/login/"
     while time.monotonic() < deadline:
         try:
-            with socket.create_connection((host, port), timeout=0.5):
-                return True
+            with urllib.request.urlopen(url, timeout=5) as response:
+                if response.status == 200:
+                    return True
         except OSError:
-            time.sleep(0.1)
+            pass
+        time.sleep(0.1)
     return False
 
 
@@ -226,6 +231,9 @@ def run(args: argparse.Namespace) -> int:
                 f"{host}:{port}",
                 "--workers",
                 str(env_int("HINDSIGHT_WEB_WORKERS", 3, minimum=1)),
+                # Load the app (and its URLconf, see wsgi.py) once in the master before forking,
+                # so the first request to each worker is not the one that pays for imports.
+                "--preload",
                 "--graceful-timeout",
                 "10",
                 "--access-logfile",
@@ -267,8 +275,8 @@ def run(args: argparse.Namespace) -> int:
                     str(directory / "celerybeat-schedule"),
                 ],
             )
-        if not wait_for_port(host, port, timeout=30) and not supervisor.stopping:
-            say("the web server did not start listening within 30 s")
+        if not wait_for_site(host, port, timeout=60) and not supervisor.stopping:
+            say("the web server did not answer within 60 s")
             return 1
         base = f"http://{'localhost' if host in ('127.0.0.1', '0.0.0.0') else host}:{port}"
         say("ready")

@@ -76,3 +76,14 @@ def dedup_on_commit(experience_ids: list[int]) -> None:
     """Compare new or changed experiences with the library once they are committed."""
     for experience_id in experience_ids:
         transaction.on_commit(partial(dedup_experience.delay, experience_id), robust=True)
+
+
+@shared_task(name="hindsight.review_traces", acks_late=True, ignore_result=True)
+def review_traces(trace_ids: list[int]) -> int:
+    """A batch's hand-over: one review task per trace (each retried and acknowledged on its own)."""
+    from hindsight_site.celery import app
+
+    with app.producer_or_acquire() as producer:
+        for trace_id in trace_ids:
+            review_trace.apply_async(args=(trace_id,), producer=producer)
+    return len(trace_ids)

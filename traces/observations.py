@@ -4,11 +4,11 @@ import json
 import re
 from typing import Any
 
-# Lines worth keeping even past the cut: errors, exceptions, HTTP/exit status codes.
-_SIGNAL_LINE = re.compile(
-    r"(error|exception|traceback|fail|fatal|denied|refused|timed? ?out|not found|invalid|"
-    r"status[ :=]+\d{3}|http/\d(\.\d)? [45]\d\d|\b[45]\d\d\b|exit (code|status)[ :=]*\d+)",
-    re.IGNORECASE,
+# Lines worth keeping even past the cut: errors, exceptions, HTTP/exit status codes. Matched on
+# lower-cased text (IGNORECASE makes Python's re ~3x slower on long logs).
+_SIGNAL = re.compile(
+    r"error|exception|traceback|fail|fatal|denied|refused|timed? ?out|not found|invalid|"
+    r"status[ :=]+\d{3}|http/\d(\.\d)? [45]\d\d|\b[45]\d\d\b|exit (code|status)[ :=]*\d+"
 )
 MAX_SIGNAL_LINES = 5
 MAX_SIGNAL_LINE_CHARS = 200
@@ -24,12 +24,20 @@ def as_text(value: Any) -> str:
 
 
 def signal_lines(text: str) -> list[str]:
-    lines = []
-    for line in text.splitlines():
-        if _SIGNAL_LINE.search(line):
-            lines.append(line.strip()[:MAX_SIGNAL_LINE_CHARS])
-            if len(lines) >= MAX_SIGNAL_LINES:
-                break
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a few non-ASCII letters lengthen when lower-cased
+        lowered = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+    lines: list[str] = []
+    position = 0
+    while len(lines) < MAX_SIGNAL_LINES:
+        match = _SIGNAL.search(lowered, position)
+        if match is None:
+            break
+        start = text.rfind("\n", 0, match.start()) + 1
+        end = text.find("\n", match.end())
+        end = len(text) if end < 0 else end
+        lines.append(text[start:end].strip()[:MAX_SIGNAL_LINE_CHARS])
+        position = end + 1
     return lines
 
 

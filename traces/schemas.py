@@ -5,7 +5,7 @@ from typing import Any, Literal
 
 from django.conf import settings
 from ninja import Schema
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 StepKind = Literal["user_input", "llm_reasoning", "tool_call", "system", "state_change"]
 Outcome = Literal["success", "failure", "partial", "unknown"]
@@ -13,12 +13,14 @@ TaskType = Literal["query", "operation", "analysis", "other"]
 Name = Field(min_length=1, max_length=200)
 
 
-class StrictIn(Schema):
+class StrictIn(BaseModel):
+    # Plain pydantic, not ninja.Schema: Schema's wrap validator (for reading ORM objects) costs
+    # ~10x on nested input (every step); input never comes from ORM objects.
     # Unknown fields are refused so a typo ("step" for "steps") is reported, not ignored.
     model_config = ConfigDict(extra="forbid")
 
 
-class StepContextIn(Schema):
+class StepContextIn(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     task_goal: str = ""

@@ -13,7 +13,6 @@ import re
 import zipfile
 from collections import defaultdict
 
-import openai
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -64,6 +63,8 @@ def template_body(key: str, experiences: list[Experience]) -> str:
 def _llm_body(key: str, experiences: list[Experience]) -> str | None:
     if not settings.OPENAI_BASE_URL:
         return None
+    import openai  # lazily: importing openai costs seconds at web start
+
     client = openai.OpenAI(
         base_url=settings.OPENAI_BASE_URL,
         api_key=settings.OPENAI_API_KEY or "unused",

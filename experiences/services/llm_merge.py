@@ -2,7 +2,6 @@
 
 import logging
 
-import openai
 from django.conf import settings
 
 from experiences.models import Experience
@@ -19,6 +18,8 @@ def merge_advice_with_llm(first: Experience, second: Experience) -> str | None:
     """The merged wording, or None (then the more specific wording is kept) on any failure."""
     if not settings.OPENAI_BASE_URL:
         return None
+    import openai  # lazily: importing openai costs seconds at web start
+
     client = openai.OpenAI(
         base_url=settings.OPENAI_BASE_URL,
         api_key=settings.OPENAI_API_KEY or "unused",

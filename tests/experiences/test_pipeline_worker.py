@@ -95,3 +95,14 @@ def test_a_worker_killed_mid_review_does_not_lose_the_trace(
         assert Experience.objects.filter(sources__trace_id=trace_id).count() == 1
     finally:
         second.stop()
+
+
+def test_a_batch_is_handed_over_in_one_message_and_every_trace_gets_reviewed(
+    live_server, ingest_key, celery_worker
+):
+    bodies = [seed_000_body(f"batch-{i}") for i in range(3)]
+    results = post_json(f"{live_server.url}/api/v1/traces/batch", ingest_key, {"traces": bodies})
+    ids = [r["id"] for r in results["results"]]
+
+    wait_until(lambda: all(status_of(i) == "reviewed" for i in ids), timeout=40)
+    assert b"hindsight.review_traces" in celery_worker.log.read_bytes()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,14 @@ def session[T](
         async with Client(stdio(command, env), read_timeout_seconds=30) as client:
             return await body(client)
 
-    return anyio.run(main)
+    return run_async(main)
+
+
+def run_async[T](main: Callable[[], Awaitable[T]]) -> T:
+    """anyio.run in its own thread: Playwright's sync API (the browser tests, earlier in the same
+    session) keeps an event loop in the main thread, where a second loop cannot run."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(anyio.run, main).result()
 
 
 def lines(log: Path, direction: str) -> list[bytes]:

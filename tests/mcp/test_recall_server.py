@@ -6,13 +6,12 @@ from __future__ import annotations
 import subprocess
 import time
 
-import anyio
 import pytest
 from mcp import Client
 
 from tests.client.conftest import free_port
 from tests.client.library import make_experience, make_failure_pattern
-from tests.mcp.conftest import ROOT, recall_server_command, session
+from tests.mcp.conftest import ROOT, recall_server_command, run_async, session
 from traces.services.api_keys import api_key_create
 
 ADVICE = "When a container restarts in a loop, first check `docker inspect` for OOMKilled."
@@ -121,7 +120,7 @@ def test_recall_over_streamable_http(site, oom, tmp_path):
         deadline = time.monotonic() + 60
         while True:
             try:
-                result = anyio.run(recall)
+                result = run_async(recall)
                 break
             except Exception:
                 if server.poll() is not None or time.monotonic() > deadline:
