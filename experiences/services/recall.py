@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 from pgvector.django import CosineDistance
@@ -158,20 +158,25 @@ def experience_recall(
         warnings_for_tools(project=project, tools=query.tools) if query.include_warnings else []
     )
     block = prompt_block(items, query)
-    log = RecallLog.objects.create(
-        project=project,
-        api_key=api_key,
-        query={k: v for k, v in query.__dict__.items()},
-        returned=[
-            {"experience_id": i.experience.pk, "score": i.score, "rank": n}
-            for n, i in enumerate(items)
-        ],
-        latency_ms=round((time.perf_counter() - started) * 1000, 2),
-    )
-    if items:
-        Experience.objects.filter(pk__in=[i.experience.pk for i in items]).update(
-            last_recalled_at=now
+    with transaction.atomic():
+        # The recall log is bookkeeping on the hot path: do not wait for its WAL flush (a crash
+        # may lose the last few log rows, never an experience or a label).
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        log = RecallLog.objects.create(
+            project=project,
+            api_key=api_key,
+            query={k: v for k, v in query.__dict__.items()},
+            returned=[
+                {"experience_id": i.experience.pk, "score": i.score, "rank": n}
+                for n, i in enumerate(items)
+            ],
+            latency_ms=round((time.perf_counter() - started) * 1000, 2),
         )
+        if items:
+            Experience.objects.filter(pk__in=[i.experience.pk for i in items]).update(
+                last_recalled_at=now
+            )
     return RecallResult(log=log, items=items, prompt_block=block, warnings=warnings)
 
 

@@ -1,0 +1,169 @@
+"""Recall and warnings over HTTP at a 100k-experience library, and the MCP proxy's added latency.
+
+    .venv/bin/python bench/recall.py [--experiences 100000] [--queries 300]
+
+Starts the real site (`hindsight run --no-beat`: gunicorn, a worker, embedded PostgreSQL +
+pgvector and Redis) on a fresh data dir, seeds the demo project in process: 100k experiences
+whose vectors cluster around real all-MiniLM-L6-v2 embeddings of ~300 task/advice texts, with
+realistic tools, statuses, scopes (80 % global) and ages (0–365 days), plus 5,000 failure
+patterns; the HNSW index is built after the load. Then it times, one request at a time from one
+client: `POST /api/v1/recall` end to end (HTTP, auth, the local query embedding, SQL pre-filter,
+vector ranking, scoring, the recall log) with and without tool filters, `POST /api/v1/warnings`,
+and the capture proxy's added latency per MCP message (experiences.mcp.latency). The setup is
+printed first; the last line is one JSON object with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.common import Site, free_port, percentile  # noqa: E402
+from bench.seeding import AGENTS, ENVIRONMENTS, TASKS, TOOLS, unit  # noqa: E402
+
+VERBS = ["debug", "fix", "investigate", "explain", "speed up", "monitor", "roll back", "audit"]
+
+
+def texts(rng: random.Random, count: int) -> list[str]:
+    return [
+        f"{rng.choice(VERBS)} {rng.choice(TASKS)} using {rng.choice(TOOLS)} and {rng.choice(TOOLS)}"
+        for _ in range(count)
+    ]
+
+
+def seed(data_dir: Path, *, experiences: int, patterns: int) -> None:
+    os.environ["HINDSIGHT_DATA_DIR"] = str(data_dir)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hindsight_site.settings")
+    import django
+
+    django.setup()
+    from bench.seeding import bulk_load, experience_rows
+    from experiences.embeddings import get_embedder
+    from experiences.models import FailurePattern
+    from traces.models import Project
+
+    rng = random.Random(11)
+    project = Project.objects.get(name="demo")
+    centers = unit(np.array(get_embedder().embed(texts(rng, 300))))
+    generator = np.random.default_rng(11)
+    which = generator.integers(0, len(centers), size=experiences)
+    vectors = unit(centers[which] + generator.normal(0, 0.03, size=(experiences, 384)))
+    began = time.perf_counter()
+    bulk_load(experience_rows(project, vectors.astype(np.float32), seed=12))
+    print(f"seeded {experiences} experiences and built the HNSW index in "
+          f"{time.perf_counter() - began:.0f} s", flush=True)  # fmt: skip
+    FailurePattern.objects.bulk_create(
+        [
+            FailurePattern(
+                project=project, tool=rng.choice(TOOLS),
+                argument_shape={"target": "string", "force": "bool"} if i % 2 else {"path": "path"},
+                error_signature=f"error <n> in step {i % 50}", signature_hash=f"bench-{i}",
+                instead=f"use {rng.choice(TOOLS)}", occurrences=rng.randint(1, 30),
+                environment=rng.choice(ENVIRONMENTS),
+            )
+            for i in range(patterns)
+        ]
+    )  # fmt: skip
+    from django.db import connections
+
+    connections.close_all()
+
+
+def timed_post(url: str, key: str, body: dict) -> float:
+    data = json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method="POST", headers={
+        "Authorization": f"Bearer {key}", "Content-Type": "application/json"})  # fmt: skip
+    began = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=30) as response:
+        response.read()
+        if response.status != 200:
+            raise RuntimeError(f"HTTP {response.status}")
+    return (time.perf_counter() - began) * 1000
+
+
+def series(url: str, key: str, bodies: list[dict]) -> dict[str, float]:
+    for body in bodies[:20]:  # warm-up: connections, caches, the embedding model
+        timed_post(url, key, body)
+    samples = [timed_post(url, key, body) for body in bodies]
+    return {
+        "p50_ms": round(statistics.median(samples), 1),
+        "p95_ms": round(percentile(samples, 95), 1),
+        "p99_ms": round(percentile(samples, 99), 1),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--experiences", type=int, default=100_000)
+    parser.add_argument("--patterns", type=int, default=5000)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--proxy-messages", type=int, default=2000)
+    args = parser.parse_args()
+    rng = random.Random(5)
+    env = {"HINDSIGHT_RATE_LIMIT_PER_MINUTE": "0", "HINDSIGHT_LOG_LEVEL": "WARNING"}
+    with tempfile.TemporaryDirectory(prefix="hindsight-bench-recall-") as tmp:
+        site = Site(Path(tmp) / "data", free_port(), env)
+        try:
+            key = site.start()
+            base = f"http://127.0.0.1:{site.port}/api/v1"
+            print(f"setup: {os.cpu_count()} cores, gunicorn 3 sync workers, local MiniLM query "
+                  f"embedding, {args.experiences} experiences, {args.patterns} failure patterns, "
+                  f"{args.queries} sequential requests per series", flush=True)  # fmt: skip
+            seed(site.data_dir, experiences=args.experiences, patterns=args.patterns)
+            site.pause_worker()  # nothing to review: keep the cores for the measured path
+
+            def recall_body(with_filters: bool) -> dict:
+                body = {"task": texts(rng, 1)[0], "k": 5, "agent": rng.choice(AGENTS),
+                        "environment": rng.choice(ENVIRONMENTS)}  # fmt: skip
+                if with_filters:
+                    body["tools"] = rng.sample(TOOLS, 6)
+                return body
+
+            plain = series(f"{base}/recall", key, [recall_body(False) for _ in range(args.queries)])
+            print(f"recall, no tool filter: {plain}", flush=True)
+            filtered = series(
+                f"{base}/recall", key, [recall_body(True) for _ in range(args.queries)]
+            )
+            print(f"recall, 6 available tools: {filtered}", flush=True)
+            warning_bodies = [
+                {"tool": rng.choice(TOOLS), "arguments": {"target": "web", "force": True},
+                 "environment": rng.choice(ENVIRONMENTS)}
+                for _ in range(args.queries)
+            ]  # fmt: skip
+            warnings = series(f"{base}/warnings", key, warning_bodies)
+            print(f"warnings: {warnings}", flush=True)
+
+            from experiences.mcp.latency import measure
+
+            proxy = measure(args.proxy_messages, 300, {"HINDSIGHT_URL": f"http://127.0.0.1:{site.port}",
+                                                       "HINDSIGHT_API_KEY": key})  # fmt: skip
+            print(f"proxy: {proxy}", flush=True)
+        finally:
+            site.stop()
+    figures = {
+        "experiences": args.experiences,
+        "recall_p50_ms": plain["p50_ms"], "recall_p95_ms": plain["p95_ms"],
+        "recall_filtered_p50_ms": filtered["p50_ms"], "recall_filtered_p95_ms": filtered["p95_ms"],
+        "warnings_p50_ms": warnings["p50_ms"], "warnings_p95_ms": warnings["p95_ms"],
+        "proxy_added_per_message_p50_ms": proxy["added_per_message_p50_ms"],
+        "proxy_added_per_message_mean_ms": proxy["added_per_message_mean_ms"],
+    }  # fmt: skip
+    print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""Synthetic experience libraries for benchmarks: clustered vectors, realistic scopes and ages.
+
+Used in-process (Django set up against a benchmark data dir). Bulk loads drop the HNSW index
+first and rebuild it afterwards, as pgvector recommends.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+import numpy as np
+
+TOOLS = [
+    "docker_logs",
+    "docker_ps",
+    "docker_restart",
+    "kubectl_get",
+    "kubectl_logs",
+    "kubectl_apply",
+    "kubectl_rollout",
+    "sql_query",
+    "http_get",
+    "read_file",
+    "write_file",
+    "shell",
+    "git_diff",
+    "git_log",
+    "pytest",
+    "pip_install",
+    "terraform_plan",
+    "terraform_apply",
+    "aws_s3_ls",
+    "aws_ec2_describe",
+    "grep",
+    "curl",
+    "journalctl",
+    "systemctl",
+    "helm_upgrade",
+    "redis_cli",
+    "psql",
+    "web_search",
+    "browser_open",
+    "send_email",
+]
+ENVIRONMENTS = [["docker"], ["k8s"], ["k8s", "aws"], ["bare-metal"], ["docker", "gcp"], []]
+AGENTS = ["ops-bot", "data-bot", "support-bot", "code-bot"]
+TASKS = [
+    "the web container keeps restarting",
+    "the nightly ETL job times out",
+    "rotate the TLS certificate",
+    "p95 latency of checkout doubled",
+    "migrate the orders table",
+    "a deploy failed with exit code 137",
+    "disk is full on the database host",
+    "the CI tests are flaky",
+    "users cannot log in",
+    "the S3 bucket policy denies uploads",
+    "helm upgrade hangs",
+    "redis memory is near the limit",
+]
+
+
+def unit(vectors: np.ndarray) -> np.ndarray:
+    return vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)
+
+
+def clustered_vectors(
+    rng: np.random.Generator, centers: np.ndarray, n: int, noise: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """n vectors around random centers; returns (vectors, the center index of each)."""
+    which = rng.integers(0, len(centers), size=n)
+    points = centers[which] + rng.normal(0, noise, size=(n, centers.shape[1]))
+    return unit(points).astype(np.float32), which
+
+
+def experience_rows(
+    project,
+    vectors: np.ndarray,
+    *,
+    seed: int,
+    statuses=("approved",) * 7 + ("promoted",) + ("candidate",) * 2,
+):
+    from django.utils import timezone
+
+    from experiences.models import Experience
+
+    rng = random.Random(seed)
+    now = timezone.now()
+    rows = []
+    for vector in vectors:
+        task = rng.choice(TASKS)
+        tools = rng.sample(TOOLS, rng.randint(1, 4))
+        scope = rng.random()
+        rows.append(
+            Experience(
+                project=project,
+                task=task,
+                task_type=rng.choice(["operation", "query", "analysis"]),
+                tools=tools,
+                environment=rng.choice(ENVIRONMENTS),
+                agent=rng.choice(AGENTS),
+                advice=f"When you handle {task}, first use {tools[0]}"
+                + (f", then {tools[1]}." if len(tools) > 1 else "."),
+                polarity="failure" if rng.random() < 0.2 else "success",
+                status=rng.choice(statuses),
+                source=rng.choice(["heuristic", "llm", "human"]),
+                scope_agents=[rng.choice(AGENTS)] if 0.8 <= scope < 0.9 else [],
+                scope_environments=["k8s"] if 0.9 <= scope < 0.95 else [],
+                scope_users=[f"user-{rng.randint(1, 50)}"] if scope >= 0.95 else [],
+                support_count=rng.randint(1, 12),
+                upvotes=rng.randint(0, 5),
+                downvotes=rng.randint(0, 2),
+                evidence_at=now - timedelta(days=rng.uniform(0, 365)),
+                embedding=vector.tolist(),
+                embedding_model="bench",
+            )
+        )
+    return rows
+
+
+def bulk_load(rows, *, batch: int = 2000, rebuild_index: bool = True) -> None:
+    """Insert experiences without the HNSW index, then build it once."""
+    from django.db import connection
+
+    from experiences.models import Experience
+    from experiences.services.reembed import HNSW_INDEX
+
+    with connection.cursor() as cursor:
+        cursor.execute(f'DROP INDEX IF EXISTS "{HNSW_INDEX}"')
+    Experience.objects.bulk_create(rows, batch_size=batch)
+    if rebuild_index:
+        with connection.cursor() as cursor:
+            cursor.execute("SET maintenance_work_mem = '512MB'")
+            cursor.execute(
+                f'CREATE INDEX "{HNSW_INDEX}" ON experiences_experience '
+                "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+            )
+            cursor.execute("ANALYZE experiences_experience")
