@@ -12,4 +12,6 @@ urlpatterns = [
     path("api/docs", RedirectView.as_view(url="/api/v1/docs", permanent=False)),
     # dashboard pages (traces, inspector, queue, stats, audit, settings)
     path("", include("traces.urls")),
+    # curation pages (experience library and detail, merge queue, knowledge base)
+    path("", include("experiences.urls")),
 ]

@@ -1,0 +1,83 @@
+"""Experiences for the curation page tests; personas come from tests/pages/conftest.py."""
+
+import itertools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from experiences.models import Experience, ExperienceSource, MergeProposal
+from tests.pages.conftest import (  # noqa: F401 - fixtures
+    _fast_passwords,
+    admin_user,
+    client_for,
+    make_trace,
+    other_project,
+    outsider,
+    reviewer,
+)
+from traces.models import Project, Trace
+
+DIM = 384
+_axes = itertools.count(2)
+HTMX = {"HX-Request": "true"}
+
+
+def vector(cosine_to_base: float, axis: int = 1) -> list[float]:
+    """A unit vector whose cosine similarity to e0 is `cosine_to_base` (e0 itself for 1.0)."""
+    v = [0.0] * DIM
+    v[0] = cosine_to_base
+    v[axis] = math.sqrt(max(0.0, 1 - cosine_to_base**2))
+    return v
+
+
+@pytest.fixture
+def make_experience(db) -> Callable[..., Experience]:
+    """An experience; by default far from every other one (its own axis), so no neighbours."""
+
+    def make(project: Project, *, cosine: float | None = None, trace: Trace | None = None,
+             steps: list[int] | None = None, **fields: Any) -> Experience:  # fmt: skip
+        values: dict[str, Any] = {
+            "project": project,
+            "task": "web container restarts",
+            "polarity": "success",
+            "status": "candidate",
+            "source": "heuristic",
+            "tools": ["docker_logs"],
+            "environment": ["docker"],
+            "agent": "ops-bot",
+            "task_type": "operation",
+            "advice": "When you see restarts, first read docker_logs --tail 200.",
+            "embedding": vector(0.0, next(_axes) % DIM or 1) if cosine is None else vector(cosine),
+            "embedding_model": "test",
+        }
+        values.update(fields)
+        experience = Experience.objects.create(**values)
+        if trace is not None:
+            ExperienceSource.objects.create(
+                experience=experience, trace=trace, step_indexes=steps or [1]
+            )
+        return experience
+
+    return make
+
+
+@pytest.fixture
+def make_proposal(db) -> Callable[..., MergeProposal]:
+    def make(first: Experience, second: Experience, similarity: float = 0.9) -> MergeProposal:
+        first, second = sorted((first, second), key=lambda e: e.pk)
+        return MergeProposal.objects.create(
+            project=first.project, first=first, second=second, similarity=similarity
+        )
+
+    return make
+
+
+def count_queries(client, path: str, **kwargs: Any) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(path, **kwargs)
+        assert response.status_code == 200, response.content[:500]
+    return len(captured)
