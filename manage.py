@@ -2,7 +2,6 @@
 import os
 import sys
 
-
 # These talk to a running site over HTTP only: starting embedded services for them would cost
 # seconds and use nothing.
 HTTP_ONLY_COMMANDS = {"mcp_proxy", "mcp_server"}

@@ -17,6 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
@@ -186,18 +187,10 @@ def experience_merge(
             before=before,
             merged_by=user if user is not None and user.is_authenticated else None,
         )
-        ExperienceVersion.objects.create(
-            experience=survivor,
-            version=survivor.version,
-            advice=survivor.advice,
-            scene={"tools": survivor.tools, "environment": survivor.environment},
-            path=survivor.path,
-            source=survivor.source,
-            reason=f"{kind} merge with experience {absorbed.pk} (similarity {similarity:.3f})",
+        _version_note(
+            survivor, f"{kind} merge with experience {absorbed.pk} (similarity {similarity:.3f})"
         )
-        MergeProposal.objects.filter(status=MergeProposal.Status.OPEN).filter(
-            first__in=[survivor.pk, absorbed.pk], second__in=[survivor.pk, absorbed.pk]
-        ).update(status=MergeProposal.Status.MERGED, decided_at=timezone.now())
+        _proposals_follow_merge(survivor, absorbed)
         audit_event(
             action=f"experience.merge.{kind}",
             object_type="experience",
@@ -212,6 +205,38 @@ def experience_merge(
             after={"advice": survivor.advice, "merge_id": merge.pk},
         )
     return merge
+
+
+def _proposals_follow_merge(survivor: Experience, absorbed: Experience) -> None:
+    """The pair's proposal is done; the absorbed one's other open proposals now concern the
+    survivor (re-pointed, or closed when the survivor already has that pair)."""
+    now = timezone.now()
+    open_ = MergeProposal.objects.select_for_update().filter(status=MergeProposal.Status.OPEN)
+    open_.filter(
+        first__in=[survivor.pk, absorbed.pk], second__in=[survivor.pk, absorbed.pk]
+    ).update(status=MergeProposal.Status.MERGED, decided_at=now)
+    for proposal in open_.filter(Q(first=absorbed) | Q(second=absorbed)):
+        other = proposal.second_id if proposal.first_id == absorbed.pk else proposal.first_id
+        first, second = sorted((survivor.pk, other))
+        MergeProposal.objects.get_or_create(
+            first_id=first,
+            second_id=second,
+            defaults={"project_id": survivor.project_id, "similarity": proposal.similarity},
+        )
+        proposal.status, proposal.decided_at = MergeProposal.Status.MERGED, now
+        proposal.save(update_fields=["status", "decided_at"])
+
+
+def _version_note(experience: Experience, reason: str) -> None:
+    ExperienceVersion.objects.create(
+        experience=experience,
+        version=experience.version,
+        advice=experience.advice,
+        scene={"tools": experience.tools, "environment": experience.environment},
+        path=experience.path,
+        source=experience.source,
+        reason=reason,
+    )
 
 
 def experience_merge_undo(
@@ -239,15 +264,13 @@ def experience_merge_undo(
         ExperienceSource.objects.filter(pk__in=merge.before["moved_sources"]).update(
             experience=absorbed
         )
-        ExperienceVersion.objects.create(
-            experience=survivor,
-            version=survivor.version,
-            advice=survivor.advice,
-            scene={"tools": survivor.tools, "environment": survivor.environment},
-            path=survivor.path,
-            source=survivor.source,
-            reason=f"undo of the merge with experience {absorbed.pk}",
-        )
+        _version_note(survivor, f"undo of the merge with experience {absorbed.pk}")
+        # A pair an admin once looked at goes back to the queue, to be decided again.
+        MergeProposal.objects.filter(
+            first_id=min(survivor.pk, absorbed.pk),
+            second_id=max(survivor.pk, absorbed.pk),
+            status=MergeProposal.Status.MERGED,
+        ).update(status=MergeProposal.Status.OPEN, decided_at=None, decided_by=None)
         merge.undone_at = timezone.now()
         merge.save(update_fields=["undone_at"])
         audit_event(

@@ -197,3 +197,31 @@ def test_parallel_dedup_never_loses_evidence_or_merges_into_a_merged_row(project
             Experience.objects.exclude(pk=alive[0].pk).values_list("merged_into", flat=True)
         )
         assert merged_into <= {e.pk for e in Experience.objects.all()}
+
+
+@pytest.mark.django_db
+def test_an_undone_merge_puts_its_proposal_back_in_the_queue(project):
+    first, second = make(project), make(project, cosine=0.9)
+    experience_dedup(experience_id=second.pk)  # a proposal
+    from experiences.services.dedup import experience_merge
+
+    merge = experience_merge(
+        survivor_id=first.pk, absorbed_id=second.pk, similarity=0.9, kind="manual"
+    )
+    assert MergeProposal.objects.get().status == "merged"
+    experience_merge_undo(merge_id=merge.pk)
+    assert MergeProposal.objects.get().status == "open"
+
+
+@pytest.mark.django_db
+def test_the_absorbed_experiences_other_proposals_move_to_the_survivor(project):
+    survivor, absorbed, third = (
+        make(project),
+        make(project, cosine=0.99),
+        make(project, cosine=0.5, axis=3),
+    )
+    MergeProposal.objects.create(project=project, first=absorbed, second=third, similarity=0.88)
+    experience_dedup(experience_id=absorbed.pk)  # auto-merged into the survivor
+
+    open_pairs = set(MergeProposal.objects.filter(status="open").values_list("first", "second"))
+    assert open_pairs == {(survivor.pk, third.pk)}

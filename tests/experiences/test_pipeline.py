@@ -201,7 +201,8 @@ def test_a_local_review_beside_a_full_one_adds_no_second_experience(project):
     trace = ingest(project, body)
     review_trace(trace.pk)
 
-    assert set(Review.objects.filter(trace=trace).values_list("kind", flat=True)) == {"full", "local"}
+    kinds = set(Review.objects.filter(trace=trace).values_list("kind", flat=True))
+    assert kinds == {"full", "local"}
     assert Experience.objects.count() == 1
     assert FailurePattern.objects.count() == 2
 
@@ -210,4 +211,5 @@ def test_the_error_type_is_not_repeated_in_the_signature(project):
     body = seed_000_body()
     body["steps"][4]["observation"] = "ConnectionRefused: svc-b:8080 after 3012 ms"
     review_trace(ingest(project, body).pk)
-    assert FailurePattern.objects.get().error_signature == "connectionrefused: svc-b:<n> after <n> ms"
+    signature = FailurePattern.objects.get().error_signature
+    assert signature == "connectionrefused: svc-b:<n> after <n> ms"

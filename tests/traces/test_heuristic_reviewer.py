@@ -176,11 +176,21 @@ def test_key_values_are_identifiers_numbers_and_names():
 
 def test_a_tool_that_also_worked_is_not_avoided_wholesale():
     steps = [
-        sv(0, tool="read_file", arguments={"path": "/etc/app.yml"}, is_error=True,
-           error_type="FileNotFoundError", observation="FileNotFoundError: /etc/app.yml"),
-        sv(1, tool="read_file", arguments={"path": "/etc/app/config.yml"}, observation="port: 8443"),
-    ]  # fmt: skip
+        sv(
+            0,
+            tool="read_file",
+            arguments={"path": "/etc/app.yml"},
+            is_error=True,
+            error_type="FileNotFoundError",
+            observation="FileNotFoundError: /etc/app.yml",
+        ),
+        sv(
+            1, tool="read_file", arguments={"path": "/etc/app/config.yml"}, observation="port: 8443"
+        ),
+    ]
     template = HeuristicReviewer().review(request_for(tv(final_answer="port 8443"), steps)).template
 
     assert "Avoid read_file" not in template.experience
-    assert any("read_file" in line and "FileNotFoundError" in line for line in template.improvements)
+    assert any(
+        "read_file" in line and "FileNotFoundError" in line for line in template.improvements
+    )

@@ -244,9 +244,7 @@ def build_template(request: ReviewRequest, labels: dict[int, StepJudgement]) -> 
     # A tool that never worked here is to be avoided; one that worked with other arguments is
     # not, only the failing call is (said in the improvements).
     worked = {s.tool for s in steps if s.tool and labels[s.index].label == "necessary"}
-    avoid = sorted(
-        {s.tool for s in by_label["failed"] + by_label["misleading"] if s.tool} - worked
-    )
+    avoid = sorted({s.tool for s in by_label["failed"] + by_label["misleading"] if s.tool} - worked)
     if outcome in ("success", "partial") and necessary_calls:
         tools_in_order = list(dict.fromkeys(s.tool for s in necessary_calls))[:5]
         sequence = "first use " + ", then ".join(tools_in_order)
