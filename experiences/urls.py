@@ -16,6 +16,7 @@ urlpatterns = [
     path("merges/", views.merges, name="merges"),
     path("merges/proposals/<int:proposal_id>/", views.proposal_decide, name="proposal_decide"),
     path("merges/<int:merge_id>/undo/", views.merge_undo, name="merge_undo"),
+    path("experiences/stats/", views.experience_stats, name="stats"),
     path("kb/", views.kb_page, name="kb"),
     path("kb/rebuild/", views.kb_rebuild, name="kb_rebuild"),
     path("kb/export/", views.kb_export, name="kb_export"),

@@ -482,3 +482,11 @@ def kb_export(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
     )
     response["Content-Disposition"] = f'attachment; filename="{name}-kb.zip"'
     return response
+
+
+@require_GET
+@project_page()
+def experience_stats(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
+    """The experience half of /stats/, loaded into that page by htmx (traces stays unaware)."""
+    stats = selectors.experience_stats(project=access.project)
+    return render(request, "experiences/stats_partial.html", {"stats": stats})

@@ -194,3 +194,11 @@ def test_a_tool_that_also_worked_is_not_avoided_wholesale():
     assert any(
         "read_file" in line and "FileNotFoundError" in line for line in template.improvements
     )
+
+
+def test_a_successful_run_whose_answer_names_no_value_still_has_an_effective_call():
+    steps = [sv(0, tool="check", observation="fine"), sv(1, tool="restart_pool", observation="ok")]
+    labels = labels_of(
+        tv(outcome="success", final_answer="Raised the pool size; errors stopped."), steps
+    )
+    assert labels == {0: "redundant", 1: "necessary"}

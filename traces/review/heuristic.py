@@ -8,9 +8,10 @@ Rules, applied in this order (a step keeps the first label it gets):
 3. **necessary** — walking backwards from the end: a step whose observation (or, for user input
    and reasoning, whose text) carries a key value — an identifier, number, path, name with digits
    or punctuation, CamelCase word — that reappears in the final answer or in the arguments or
-   text of a later necessary step. Values already in the task text do not count. With no final
-   answer, the last successful tool call of a successful trajectory is necessary (it produced the
-   result), and so is the first user input (it states the request).
+   text of a later necessary step. Values already in the task text do not count. In a successful
+   trajectory with no final answer, or where no value links any tool call to it, the last
+   successful tool call is necessary (it produced the result); the first user input is necessary
+   (it states the request).
 4. **misleading** — a tool call on a path that was abandoned: the same tool failed later, was
    never used successfully afterwards, and the agent moved on to another tool.
 5. **redundant** — everything else: its result did not affect the conclusion.
@@ -138,31 +139,38 @@ def label_steps(request: ReviewRequest) -> dict[int, StepJudgement]:
     last_success_call = next(
         (s for s in reversed(steps) if s.kind == "tool_call" and s.index not in judged), None
     )
-    for step in reversed(steps):
-        if step.index in judged:
-            continue
-        produced = _produced(step) - task_values
-        reason = None
-        if answer and (used := sorted(v for v in produced if v in answer)):
-            reason = f"its value '{used[0]}' appears in the final answer"
-        else:
-            for later_index, text in consumers:
-                if used := sorted(v for v in produced if v in text):
-                    reason = f"its value '{used[0]}' is used by step {later_index}"
-                    break
-        confidence = 0.75
-        if (
-            reason is None
-            and not answer
-            and trace.outcome == "success"
-            and step is last_success_call
-        ):
-            reason, confidence = "the last successful call: it produced the result", 0.6
-        if reason is None and step.kind == "user_input" and step is _first_user_input(steps):
-            reason, confidence = "states the request", 0.6
-        if reason is not None:
-            judge(step, "necessary", reason, confidence)
-            consumers.append((step.index, _consumed_text(step)))
+
+    def walk_back(*, last_call_counts: bool) -> None:
+        for step in reversed(steps):
+            if step.index in judged:
+                continue
+            produced = _produced(step) - task_values
+            reason = None
+            if answer and (used := sorted(v for v in produced if v in answer)):
+                reason = f"its value '{used[0]}' appears in the final answer"
+            else:
+                for later_index, text in consumers:
+                    if used := sorted(v for v in produced if v in text):
+                        reason = f"its value '{used[0]}' is used by step {later_index}"
+                        break
+            confidence = 0.75
+            if reason is None and last_call_counts and step is last_success_call:
+                reason, confidence = "the last successful call: it produced the result", 0.6
+            if reason is None and step.kind == "user_input" and step is _first_user_input(steps):
+                reason, confidence = "states the request", 0.6
+            if reason is not None:
+                judge(step, "necessary", reason, confidence)
+                consumers.append((step.index, _consumed_text(step)))
+
+    succeeded = trace.outcome == "success"
+    walk_back(last_call_counts=succeeded and not answer)
+    if succeeded and not any(
+        s.index in judged and judged[s.index].label == "necessary"
+        for s in steps
+        if s.kind == "tool_call"
+    ):
+        # A successful run had an effective call even when no value links it to the answer.
+        walk_back(last_call_counts=True)
 
     for failure in (s for s in steps if judged.get(s.index) and judged[s.index].label == "failed"):
         if failure.kind != "tool_call":  # rule 4
