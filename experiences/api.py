@@ -127,15 +127,7 @@ def post_warnings(request: HttpRequest, payload: WarningsIn):
 def get_kb_export(request: HttpRequest, format: Literal["markdown", "jsonl"] = "markdown"):
     """The knowledge base: Markdown articles (zip, one file per article) or JSONL."""
     key = require_scope(request, "recall", "admin")
-    name = key.project.name
-    if format == "jsonl":
-        response = HttpResponse(
-            kb.kb_export_jsonl(project=key.project), content_type="application/x-ndjson"
-        )
-        response["Content-Disposition"] = f'attachment; filename="{name}-kb.jsonl"'
-        return response
-    response = HttpResponse(
-        kb.kb_export_markdown_zip(project=key.project), content_type="application/zip"
-    )
-    response["Content-Disposition"] = f'attachment; filename="{name}-kb.zip"'
+    content, content_type, name = kb.kb_export_file(project=key.project, format=format)
+    response = HttpResponse(content, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response

@@ -15,7 +15,6 @@ from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from experiences import selectors
@@ -470,17 +469,10 @@ def kb_article_edit(request: HttpRequest, article_id: int) -> HttpResponse:
 @project_page()
 def kb_export(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
     """The same files as GET /api/v1/kb/export, for people: Markdown (zip) or JSONL."""
-    name = slugify(access.project.name) or "project"
-    if request.GET.get("format") == "jsonl":
-        response = HttpResponse(
-            kb.kb_export_jsonl(project=access.project), content_type="application/x-ndjson"
-        )
-        response["Content-Disposition"] = f'attachment; filename="{name}-kb.jsonl"'
-        return response
-    response = HttpResponse(
-        kb.kb_export_markdown_zip(project=access.project), content_type="application/zip"
-    )
-    response["Content-Disposition"] = f'attachment; filename="{name}-kb.zip"'
+    format = "jsonl" if request.GET.get("format") == "jsonl" else "markdown"
+    content, content_type, name = kb.kb_export_file(project=access.project, format=format)
+    response = HttpResponse(content, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
 
 

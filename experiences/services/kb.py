@@ -13,11 +13,11 @@ import re
 import zipfile
 from collections import defaultdict
 
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from experiences.models import Experience, KbArticle
+from experiences.services.llm_text import complete_text
 from traces.errors import InvalidInput, NotFound
 from traces.models import Project
 from traces.services.audit import audit_event
@@ -61,30 +61,10 @@ def template_body(key: str, experiences: list[Experience]) -> str:
 
 
 def _llm_body(key: str, experiences: list[Experience]) -> str | None:
-    if not settings.OPENAI_BASE_URL:
-        return None
-    import openai  # lazily: importing openai costs seconds at web start
-
-    client = openai.OpenAI(
-        base_url=settings.OPENAI_BASE_URL,
-        api_key=settings.OPENAI_API_KEY or "unused",
-        timeout=settings.HINDSIGHT_LLM_TIMEOUT,
-        max_retries=1,
-    )
     listing = "\n".join(f"- ({e.polarity}) {e.advice}" for e in experiences)
-    try:
-        completion = client.chat.completions.create(
-            model=settings.HINDSIGHT_LLM_MODEL,
-            temperature=0,
-            messages=[
-                {"role": "system", "content": REWRITE_PROMPT},
-                {"role": "user", "content": f"Topic: {_title(key)}\n{listing}"},
-            ],
-        )
-    except openai.OpenAIError:
-        logger.warning("KB rewrite by the LLM failed; using the template", exc_info=True)
-        return None
-    return (completion.choices[0].message.content or "").strip() or None
+    return complete_text(
+        system=REWRITE_PROMPT, user=f"Topic: {_title(key)}\n{listing}", purpose="KB rewrite"
+    )
 
 
 def kb_rebuild(*, project: Project, user: AbstractBaseUser | None = None) -> list[KbArticle]:
@@ -224,3 +204,11 @@ def kb_export_markdown_zip(*, project: Project) -> bytes:
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, text)
     return buffer.getvalue()
+
+
+def kb_export_file(*, project: Project, format: str) -> tuple[bytes, str, str]:
+    """(content, content type, file name) of an export: "jsonl", or Markdown articles zipped."""
+    name = re.sub(r"[^a-z0-9-]+", "-", project.name.lower()).strip("-") or "project"
+    if format == "jsonl":
+        return kb_export_jsonl(project=project).encode(), "application/x-ndjson", f"{name}-kb.jsonl"
+    return kb_export_markdown_zip(project=project), "application/zip", f"{name}-kb.zip"
