@@ -15,6 +15,7 @@ score = similarity × decay × environment × evidence, each part returned to th
 import math
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -129,11 +130,20 @@ def _query_text(query: RecallQuery) -> str:
     return f"{query.task}\n{query.intent}" if query.intent else query.task
 
 
+@lru_cache(maxsize=2048)
+def _query_vector(text: str, model_name: str) -> tuple[float, ...]:
+    # An agent recalls for the same task at every step of a session; the local model needs
+    # ~13 ms per query on a 2-core machine without VNNI, a cache hit nothing. Keyed by model
+    # name so a model change never serves a stale vector.
+    (vector,) = get_embedder().embed([text])
+    return tuple(vector)
+
+
 def experience_recall(
     *, project: Project, query: RecallQuery, api_key: ApiKey | None = None
 ) -> RecallResult:
     started = time.perf_counter()
-    (vector,) = get_embedder().embed([_query_text(query)])
+    vector = list(_query_vector(_query_text(query), get_embedder().model_name))
     limit = max(settings.HINDSIGHT_RECALL_CANDIDATES, query.k)
     rows = list(
         recall_candidates(project=project, query=query)

@@ -326,3 +326,19 @@ def test_recall_includes_warnings_for_the_tools_at_hand(recall_api, project):
         "recall", {"task": "x", "tools": ["docker_update"], "include_warnings": False}
     )
     assert quiet.json()["warnings"] == []
+
+
+def test_the_query_vector_of_a_repeated_task_is_computed_once(recall_api, project):
+    from experiences.services.recall import _query_vector
+
+    make_experience(project)
+    _query_vector.cache_clear()
+    first = recall_api.post("recall", {"task": "container keeps restarting"}).json()
+    second = recall_api.post("recall", {"task": "container keeps restarting"}).json()
+
+    assert _query_vector.cache_info().hits == 1 and _query_vector.cache_info().misses == 1
+    assert ids_of(first) == ids_of(second)
+
+
+def ids_of(body) -> list[int]:
+    return [item["experience_id"] for item in body["items"]]
