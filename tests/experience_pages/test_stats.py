@@ -17,8 +17,9 @@ def test_the_partial_shows_experiences_per_day_statuses_and_hit_rate(
 ):
     make_experience(project, status="approved")
     make_experience(project, status="candidate")
-    RecallLog.objects.create(project=project, returned=[], helpful=[1], feedback_at="2026-11-30T00:00Z")
-    RecallLog.objects.create(project=project, returned=[], unhelpful=[2], feedback_at="2026-11-30T00:00Z")
+    answered = {"returned": [], "feedback_at": "2026-11-30T00:00Z"}
+    RecallLog.objects.create(project=project, helpful=[1], **answered)
+    RecallLog.objects.create(project=project, unhelpful=[2], **answered)
     RecallLog.objects.create(project=project, returned=[])
 
     response = client_for(reviewer).get("/experiences/stats/", headers={"HX-Request": "true"})
