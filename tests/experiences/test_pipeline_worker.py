@@ -106,3 +106,31 @@ def test_a_batch_is_handed_over_in_one_message_and_every_trace_gets_reviewed(
 
     wait_until(lambda: all(status_of(i) == "reviewed" for i in ids), timeout=40)
     assert b"hindsight.review_traces" in celery_worker.log.read_bytes()
+
+
+def test_a_human_relabel_re_derives_the_experience_through_the_worker(
+    live_server, ingest_key, celery_worker
+):
+    from django.contrib.auth import get_user_model
+
+    from traces.models import AuditEvent
+    from traces.services.labels import step_relabel
+
+    trace_id = post_json(f"{live_server.url}/api/v1/traces", ingest_key, seed_000_body())["id"]
+    wait_until(lambda: status_of(trace_id) == "reviewed", timeout=30)
+    trace = Trace.objects.get(pk=trace_id)
+    experience = Experience.objects.get(sources__trace=trace)
+    reviewer = get_user_model().objects.create_user("rita", password="pw-123456789")
+    step = trace.steps.get(index=2)  # a blind restart, labelled redundant by the heuristic
+
+    step_relabel(trace=trace, index=2, label="necessary", reason="it cleared the stale DNS cache",
+                 expected_version=step.label_version, user=reviewer)  # fmt: skip
+
+    def revised() -> bool:
+        experience.refresh_from_db()
+        return experience.version == 2
+
+    wait_until(revised, timeout=30)
+    assert experience.source == "human" and "docker_restart" in experience.advice
+    assert experience.versions.count() == 2
+    assert AuditEvent.objects.filter(action="step.relabel", object_type="step").exists()
