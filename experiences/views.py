@@ -32,7 +32,7 @@ from experiences.models import Experience, ExperienceMerge, KbArticle, MergeProp
 from experiences.services import curation, dedup, kb
 from traces.errors import DomainError
 from traces.selectors import ProjectAccess
-from traces.views import _cursor, _partial, dashboard_for, project_page
+from traces.views import dashboard_for, page_cursor, project_page, render_page_or_partial
 
 PAGE_SIZE = 50
 HISTORY_PAGE_SIZE = 20
@@ -120,7 +120,7 @@ def library(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
     form = ExperienceFilterForm(request.GET)
     result = selectors.experience_library_page(
         project=access.project, filters=form.filters(), user=request.user,
-        cursor=_cursor(request), limit=PAGE_SIZE,
+        cursor=page_cursor(request), limit=PAGE_SIZE,
     )  # fmt: skip
     query = request.GET.copy()
     query.pop("cursor", None)
@@ -131,7 +131,7 @@ def library(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
         "is_filtered": form.is_filtered(),
         "is_admin": access.is_admin,
     }
-    return _partial(request, LIBRARY, "results", context)
+    return render_page_or_partial(request, LIBRARY, "results", context)
 
 
 def _row(
@@ -344,11 +344,11 @@ def experience_detail(request: HttpRequest, experience_id: int) -> HttpResponse:
 @project_page()
 def merges(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
     history = selectors.merge_history(
-        project=access.project, cursor=_cursor(request), limit=HISTORY_PAGE_SIZE
+        project=access.project, cursor=page_cursor(request), limit=HISTORY_PAGE_SIZE
     )
     context = {"history": history, "is_admin": access.is_admin}
     if request.htmx and not request.htmx.boosted:
-        return _partial(request, MERGES, "history", context)
+        return render_page_or_partial(request, MERGES, "history", context)
     queue = selectors.proposal_queue(project=access.project)
     return render(request, MERGES, {**context, "queue": queue})
 

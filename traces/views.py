@@ -96,7 +96,7 @@ def _get_trace_for_user(request: HttpRequest, trace_id: int) -> Trace:
     return trace
 
 
-def _cursor(request: HttpRequest) -> str | None:
+def page_cursor(request: HttpRequest) -> str | None:
     """The page cursor if it is well-formed; a mangled one shows the first page."""
     cursor = request.GET.get("cursor") or None
     if cursor is None:
@@ -108,7 +108,9 @@ def _cursor(request: HttpRequest) -> str | None:
     return cursor
 
 
-def _partial(request: HttpRequest, template: str, partial: str, context: dict) -> HttpResponse:
+def render_page_or_partial(
+    request: HttpRequest, template: str, partial: str, context: dict
+) -> HttpResponse:
     """The partial for htmx, the whole page otherwise (never cached across the two)."""
     name = f"{template}#{partial}" if request.htmx and not request.htmx.boosted else template
     response = render(request, name, context)
@@ -142,7 +144,7 @@ def trace_list(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
         project=access.project,
         filters=form.filters(),
         label_source=form.selected_label_source(),
-        cursor=_cursor(request),
+        cursor=page_cursor(request),
         limit=PAGE_SIZE,
     )
     query = request.GET.copy()
@@ -154,7 +156,7 @@ def trace_list(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
         "is_filtered": form.is_filtered(),
         "api_url": request.build_absolute_uri("/api/v1/"),
     }
-    return _partial(request, "traces/list.html", "results", context)
+    return render_page_or_partial(request, "traces/list.html", "results", context)
 
 
 def _inspector_context(request: HttpRequest, trace: Trace) -> dict[str, Any]:
@@ -316,11 +318,13 @@ def queue_release(request: HttpRequest, claim_id: int) -> HttpResponse:
 @project_page(admin=True)
 def audit(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
     form = AuditFilterForm(request.GET)
-    page = selectors.audit_list(project=access.project, cursor=_cursor(request), **form.values())
+    page = selectors.audit_list(
+        project=access.project, cursor=page_cursor(request), **form.values()
+    )
     query = request.GET.copy()
     query.pop("cursor", None)
     context = {"form": form, "page": page, "query": query.urlencode()}
-    return _partial(request, "traces/audit.html", "results", context)
+    return render_page_or_partial(request, "traces/audit.html", "results", context)
 
 
 # ---------------------------------------------------------------------------- settings
