@@ -19,7 +19,8 @@ ARTIFACTS = Path(__file__).resolve().parent.parent.parent / "test-artifacts"
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
+        # Fail, not skip: a suite that silently drops its browser tests looks green for nothing.
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does it)")
     return {
         **browser_type_launch_args,
         "executable_path": CHROMIUM,

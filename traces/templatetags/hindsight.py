@@ -8,6 +8,8 @@ from django import template
 from django.template import Context
 from django.utils.safestring import SafeString, mark_safe
 
+from traces.models import Step
+
 register = template.Library()
 
 # Bidi overrides/isolates and invisible characters can make "gnp.exe" read as "exe.png" or hide
@@ -42,7 +44,7 @@ def shown(value: object) -> str:
 # is built here (~0.1 ms): every value goes through `_e` (reveal + escape), nothing else is
 # interpolated. The page and the htmx partial both use this one function, so markup cannot drift.
 
-LABELS = ("necessary", "redundant", "misleading", "failed")
+LABELS = tuple(Step.Label.values)  # in key order: 1 necessary … 4 failed
 
 
 def _e(value: object) -> str:
