@@ -14,7 +14,6 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from experiences import selectors
@@ -32,7 +31,13 @@ from experiences.models import Experience, ExperienceMerge, KbArticle, MergeProp
 from experiences.services import curation, dedup, kb
 from traces.errors import DomainError
 from traces.selectors import ProjectAccess
-from traces.views import dashboard_for, page_cursor, project_page, render_page_or_partial
+from traces.views import (
+    dashboard_for,
+    page_cursor,
+    project_page,
+    redirect_to_next,
+    render_page_or_partial,
+)
 
 PAGE_SIZE = 50
 HISTORY_PAGE_SIZE = 20
@@ -103,14 +108,6 @@ def _say(request: HttpRequest, error: str, success: str) -> None:
         messages.success(request, success)
 
 
-def _back(request: HttpRequest, default: str) -> HttpResponse:
-    """Post/redirect/get to the form's `next` (a local URL), or to `default`."""
-    next_url = request.POST.get("next") or default
-    if not url_has_allowed_host_and_scheme(next_url, {request.get_host()}):
-        next_url = default
-    return redirect(next_url)
-
-
 # ---------------------------------------------------------------------------- library
 
 
@@ -157,7 +154,7 @@ def _done(
         return _row(request, access, experience.pk, error=error)
     if error:
         messages.error(request, error)
-    return _back(request, reverse("experiences:detail", args=[experience.pk]))
+    return redirect_to_next(request, reverse("experiences:detail", args=[experience.pk]))
 
 
 @require_GET
@@ -413,7 +410,7 @@ def merge_undo(request: HttpRequest, merge_id: int) -> HttpResponse:
         error = failure.detail
     if not request.htmx:
         _say(request, error, f"Merge undone: #{merge.absorbed_id} is back on its own.")
-        return _back(request, reverse("experiences:merges"))
+        return redirect_to_next(request, reverse("experiences:merges"))
     merge = selectors.merge_for_user(projects=[access.project], merge_id=merge.pk)
     context = {"merge": merge, "is_admin": access.is_admin, "error": error}
     return render(request, f"{MERGES}#merge_row", context, status=409 if error else 200)

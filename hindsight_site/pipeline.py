@@ -55,7 +55,7 @@ def review_trace(self, trace_id: int) -> str:
             reviews = review.review_apply(plan=plan, outcomes=outcomes)
             if reviews:
                 experiences = distill.distillation_store(
-                    trace_id=trace_id, reviews=reviews, drafts=drafts, patterns=patterns
+                    reviews=reviews, drafts=drafts, patterns=patterns
                 )
                 dedup_on_commit([e.pk for e in experiences])
     except IntegrityError:

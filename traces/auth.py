@@ -85,8 +85,10 @@ class ApiKeyRateThrottle(BaseThrottle):
         window = int(now // 60)
         cache_key = f"ratelimit:{key.pk}:{window}"
         try:
-            cache.add(cache_key, 0, timeout=120)
-            count = cache.incr(cache_key)
+            try:
+                count = cache.incr(cache_key)  # one round trip once the window's key exists
+            except ValueError:  # the window's first request (or a racing one)
+                count = 1 if cache.add(cache_key, 1, timeout=120) else cache.incr(cache_key)
         except Exception:  # noqa: BLE001 - any Redis failure: fail open, say so in the log
             logger.warning("rate limit not enforced: Redis unreachable", exc_info=True)
             return True

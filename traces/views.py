@@ -127,9 +127,14 @@ def project_switch(request: HttpRequest) -> HttpResponse:
     wanted = int(request.POST.get("project") or 0)
     if any(a.project.pk == wanted for a in dashboard_for(request).accesses):
         request.session[SESSION_PROJECT] = wanted
-    next_url = request.POST.get("next") or reverse("traces:list")
+    return redirect_to_next(request, reverse("traces:list"))
+
+
+def redirect_to_next(request: HttpRequest, default: str) -> HttpResponse:
+    """Post/redirect/get to the form's `next` when it is a local URL, else to `default`."""
+    next_url = request.POST.get("next") or default
     if not url_has_allowed_host_and_scheme(next_url, {request.get_host()}):
-        next_url = reverse("traces:list")
+        next_url = default
     return redirect(next_url)
 
 

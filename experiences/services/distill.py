@@ -262,15 +262,15 @@ def patterns_store(*, trace: Trace, drafts: list[PatternDraft]) -> list[FailureP
 
 def distillation_store(
     *,
-    trace_id: int,
     reviews: list[Review],
     drafts: list[ExperienceDraft],
     patterns: list[PatternDraft],
 ) -> list[Experience]:
-    trace = Trace.objects.get(pk=trace_id)
+    """Store what the freshly applied reviews distilled (inside their transaction)."""
+    trace = reviews[0].trace  # locked and loaded by review_apply
     experiences = experiences_store(trace=trace, reviews=reviews, drafts=drafts)
     patterns_store(trace=trace, drafts=patterns)
-    Trace.objects.filter(pk=trace_id).update(experiences_derived_at=timezone.now())
+    Trace.objects.filter(pk=trace.pk).update(experiences_derived_at=timezone.now())
     return experiences
 
 

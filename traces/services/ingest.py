@@ -128,6 +128,12 @@ def _complete_trace_build(
     return trace, sorted(payload.steps, key=lambda s: s.index)
 
 
+def _hand_over(trace: Trace) -> None:
+    """After commit: publish the review task; the response then shows `queued`."""
+    if review_enqueue(trace_ids=[trace.pk]):
+        trace.review_status = Trace.ReviewStatus.QUEUED
+
+
 def _existing_result(existing: Trace, digest: str) -> IngestResult:
     if existing.content_hash != digest:
         raise Conflict(
@@ -167,14 +173,13 @@ def trace_ingest(
             Step.objects.bulk_create(steps)
             if settings.HINDSIGHT_AUDIT_INGEST:
                 _ingest_audit(trace, api_key).save()
-            transaction.on_commit(partial(review_enqueue, trace_ids=[trace.pk]))
+            transaction.on_commit(partial(_hand_over, trace))
     except IntegrityError:
         # Two identical requests raced past the lookup; the loser answers like a retry.
         existing = Trace.objects.filter(project=project, external_id=payload.external_id).first()
         if existing is None:
             raise
         return _existing_result(existing, digest)
-    trace.refresh_from_db(fields=["review_status"])  # set by the hand-over on commit
     return IngestResult(trace=trace, created=True)
 
 
