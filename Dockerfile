@@ -28,9 +28,11 @@ RUN useradd --create-home --uid 10001 hindsight \
 WORKDIR /app
 COPY . .
 COPY --from=assets /app/node_modules ./node_modules
-# The local embedder's tokenizer goes to its default place, <sys.prefix>/share/hindsight.
+# The local embedder's tokenizer and model go to their default place, <sys.prefix>/share/hindsight.
 RUN pip install . \
     && python scripts/fetch_tokenizer.py /usr/local/share/hindsight/tokenizer.json \
+    && python scripts/build_embedding_model.py \
+        /usr/local/share/hindsight/all-MiniLM-L6-v2-int8-dynamic.onnx \
     && rm -rf build ./*.egg-info
 
 USER hindsight

@@ -34,6 +34,7 @@ $(STAMP_RUN): pyproject.toml | $(PY)
 	@scripts/ensure_venv.sh $(VENV)
 	$(PIP) -e .
 	$(PY) scripts/fetch_tokenizer.py $(VENV)/share/hindsight/tokenizer.json
+	$(PY) scripts/build_embedding_model.py $(VENV)/share/hindsight/all-MiniLM-L6-v2-int8-dynamic.onnx
 	@touch $@
 
 $(STAMP_TEST): pyproject.toml $(STAMP_RUN)

@@ -1,6 +1,6 @@
 """Recall and warnings over HTTP at a 100k-experience library, and the MCP proxy's added latency.
 
-    .venv/bin/python bench/recall.py [--experiences 100000] [--queries 300]
+    .venv/bin/python bench/recall.py [--experiences 100000] [--queries 300] [--data-dir DIR]
 
 Starts the real site (`hindsight run --no-beat`: gunicorn, a worker, embedded PostgreSQL +
 pgvector and Redis) on a fresh data dir, seeds the demo project in process: 100k experiences
@@ -11,7 +11,8 @@ client: `POST /api/v1/recall` end to end (HTTP, auth, the local query embedding,
 vector ranking, scoring, the recall log) with and without tool filters and with tasks asked
 repeatedly (as an agent does at each step: the query vector is cached), `POST /api/v1/warnings`,
 and the capture proxy's added latency per MCP message (experiences.mcp.latency). The setup is
-printed first; the last line is one JSON object with the figures.
+printed first; the last line is one JSON object with the figures. With --data-dir the data dir is
+kept and reused: it is seeded only while its demo project has no experiences (for profiling runs).
 """
 
 from __future__ import annotations
@@ -53,11 +54,14 @@ def seed(data_dir: Path, *, experiences: int, patterns: int) -> None:
     django.setup()
     from bench.seeding import bulk_load, experience_rows
     from experiences.embeddings import get_embedder
-    from experiences.models import FailurePattern
+    from experiences.models import Experience, FailurePattern
     from traces.models import Project
 
     rng = random.Random(11)
     project = Project.objects.get(name="demo")
+    if Experience.objects.filter(project=project).exists():
+        print("kept data dir: already seeded", flush=True)
+        return
     centers = unit(np.array(get_embedder().embed(texts(rng, 300))))
     generator = np.random.default_rng(11)
     which = generator.integers(0, len(centers), size=experiences)
@@ -112,11 +116,13 @@ def main() -> int:
     parser.add_argument("--patterns", type=int, default=5000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--proxy-messages", type=int, default=2000)
+    parser.add_argument("--data-dir", type=Path, help="keep and reuse this data dir")
     args = parser.parse_args()
     rng = random.Random(5)
     env = {"HINDSIGHT_RATE_LIMIT_PER_MINUTE": "0", "HINDSIGHT_LOG_LEVEL": "WARNING"}
     with tempfile.TemporaryDirectory(prefix="hindsight-bench-recall-") as tmp:
-        site = Site(Path(tmp) / "data", free_port(), env)
+        data_dir = args.data_dir.resolve() if args.data_dir else Path(tmp) / "data"
+        site = Site(data_dir, free_port(), env)
         try:
             key = site.start()
             base = f"http://127.0.0.1:{site.port}/api/v1"

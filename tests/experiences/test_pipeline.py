@@ -2,6 +2,7 @@
 
 import pytest
 
+from experiences.embeddings import LocalMiniLM
 from experiences.models import Experience, ExperienceVersion, FailurePattern
 from hindsight_site.pipeline import rederive_trace, review_trace
 from tests.experiences.trajectories import seed_000_body, short_body
@@ -50,7 +51,7 @@ def test_offline_review_labels_steps_and_distils_an_embedded_experience(project)
     assert experience.advice.startswith("When you handle a task like")
     assert (experience.tools, experience.environment) == (trace.tools, ["k8s"])
     assert [p["index"] for p in experience.path] == [0, 1, 5, 6, 7]
-    assert len(experience.embedding) == 384 and experience.embedding_model == "all-MiniLM-L6-v2"
+    assert len(experience.embedding) == 384 and experience.embedding_model == LocalMiniLM.model_name
     assert experience.sources.get().review == review
     assert experience.versions.count() == 1
 

@@ -72,6 +72,38 @@ def test_recall_ranks_the_relevant_experience_first(recall_api, project):
     )
 
 
+def test_every_recall_is_logged_and_marks_what_it_returned(recall_api, project):
+    restart = make_experience(project, "restart", path=[{"tool": "docker_logs", "why": "OOM"}])
+    body = {"task": "container restarting", "agent": "ops-bot", "tools": ["docker_logs"]}
+    first = recall_api.post("recall", body).json()
+    restart.refresh_from_db()
+    recalled_at = restart.last_recalled_at
+    second = recall_api.post("recall", body).json()
+
+    assert first["items"][0]["path"] == [{"tool": "docker_logs", "why": "OOM"}]
+    log = RecallLog.objects.get(pk=first["id"])
+    assert log.query["agent"] == "ops-bot" and log.query["tools"] == ["docker_logs"]
+    assert log.returned == [
+        {"experience_id": restart.pk, "score": first["items"][0]["score"], "rank": 0}
+    ]
+    assert log.latency_ms > 0 and log.helpful == [] and log.feedback_at is None
+    assert second["id"] > first["id"]
+    assert recalled_at is not None and timezone.now() - recalled_at < timedelta(seconds=30)
+    restart.refresh_from_db()
+    assert restart.last_recalled_at == recalled_at  # rewritten at most once a minute
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_log_skips_the_wal_flush_wait_for_itself_only(recall_api, project):
+    # Autocommit, as in production: the log statement is its own transaction, and the next
+    # write on the same connection (an ingest, a label) waits for its flush again.
+    make_experience(project)
+    assert recall_api.post("recall", {"task": "container restarting"}).status_code == 200
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone() == ("on",)
+
+
 def test_candidates_are_returned_only_when_asked(recall_api, project):
     candidate = make_experience(project, status="candidate")
     make_experience(project, "etl", status="archived")

@@ -114,6 +114,31 @@ def test_database_settings_read_a_tcp_url():
     assert (fields["HOST"], fields["PORT"]) == ("db.internal", "5433")
 
 
+# ---------------------------------------------------------------------------- embedded server
+
+
+def test_the_embedded_server_runs_with_its_own_settings(django_db_blocker):
+    from django.db import connection
+
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute("SHOW shared_buffers")
+        (value,) = cursor.fetchone()
+    assert value == os.environ.get("HINDSIGHT_PG_SHARED_BUFFERS", "1GB")
+
+
+def test_server_settings_are_included_once_and_a_bad_size_is_refused(tmp_path, monkeypatch):
+    (tmp_path / "postgresql.conf").write_text("max_connections = 100\n")
+    monkeypatch.setenv("HINDSIGHT_PG_SHARED_BUFFERS", "256MB")
+    embedded.write_server_settings(tmp_path)
+    embedded.write_server_settings(tmp_path)
+
+    assert (tmp_path / "postgresql.conf").read_text().count("include_if_exists") == 1
+    assert "shared_buffers = '256MB'" in (tmp_path / embedded.SERVER_SETTINGS_FILE).read_text()
+    monkeypatch.setenv("HINDSIGHT_PG_SHARED_BUFFERS", "lots'; drop")
+    with pytest.raises(ImproperlyConfigured, match="HINDSIGHT_PG_SHARED_BUFFERS"):
+        embedded.write_server_settings(tmp_path)
+
+
 def test_celery_broker_url_spells_a_unix_socket_the_celery_way():
     assert (
         embedded.celery_broker_url("unix:///tmp/x/redis.sock") == "redis+socket:///tmp/x/redis.sock"
