@@ -138,6 +138,16 @@ def prepare_database(directory: Path) -> tuple[str, str, str]:
         key_file.write_text(raw)
         key_file.chmod(0o600)
 
+    from experiences.services.reembed import experiences_to_reembed
+
+    stale = experiences_to_reembed().count()
+    if stale:
+        say(
+            f"{stale} experience(s) hold vectors of another embedding model than the configured "
+            "one: run `.venv/bin/python manage.py reembed` so recall and dedup compare like "
+            "with like"
+        )
+
     from django.db import connections
 
     connections.close_all()

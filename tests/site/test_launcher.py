@@ -158,6 +158,17 @@ def restarted(site: Launcher) -> Restart:
     key = site.demo_key()
     status, body = http("POST", f"{site.base_url}/api/v1/traces", key, trajectory("survivor"))
     assert status == 201, body
+    # An experience embedded by another model (as after an upgrade): the restart must say so.
+    stale = (
+        "from experiences.models import Experience; from traces.models import Project; "
+        "Experience.objects.create(project=Project.objects.get(name='demo'), advice='a', "
+        "polarity='success', source='heuristic', embedding=[0.1] * 384, embedding_model='old')"
+    )
+    command = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", stale],
+        env=child_env(site.data_dir), cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert command.returncode == 0, command.stderr
     running_before = processes_of(site.data_dir)
     exit_status = site.stop()
     deadline = time.monotonic() + 3  # grandchildren are reaped by init a moment later
@@ -236,6 +247,11 @@ def test_traces_survive_a_restart(site, restarted):
 
     assert status == 200
     assert body["external_id"] == "survivor" and len(body["steps"]) == 3
+
+
+def test_a_restart_names_vectors_of_another_embedding_model(site, restarted):
+    assert "1 experience(s) hold vectors of another embedding model" in site.output
+    assert "manage.py reembed" in site.output
 
 
 def test_the_demo_key_survives_a_restart(site, restarted):
