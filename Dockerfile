@@ -38,4 +38,4 @@ RUN pip install . \
 USER hindsight
 EXPOSE 8000
 # docker-compose.yml gives each service its own command; this is the web one.
-CMD ["sh", "-c", "python manage.py migrate && python manage.py collectstatic --noinput && exec gunicorn hindsight_site.wsgi:application -b 0.0.0.0:8000 --workers ${HINDSIGHT_WEB_WORKERS:-3}"]
+CMD ["sh", "-c", "python manage.py migrate && python manage.py collectstatic --noinput && exec gunicorn hindsight_site.wsgi:application -b 0.0.0.0:8000 --workers ${HINDSIGHT_WEB_WORKERS:-3} --preload --config python:hindsight_site.gunicorn_conf"]

@@ -244,6 +244,8 @@ def run(args: argparse.Namespace) -> int:
                 # Load the app (and its URLconf, see wsgi.py) once in the master before forking,
                 # so the first request to each worker is not the one that pays for imports.
                 "--preload",
+                "--config",
+                "python:hindsight_site.gunicorn_conf",
                 "--graceful-timeout",
                 "10",
                 "--access-logfile",

@@ -187,6 +187,11 @@ def test_it_prints_the_url_the_login_and_the_demo_key(site):
     assert site.demo_key() == (site.data_dir / "demo-api-key").read_text().strip()
 
 
+def test_web_workers_load_the_embedding_model_when_they_start(site):
+    # HINDSIGHT_WEB_WORKERS=1 in these tests: one worker, ready before the first recall.
+    assert site.output.count(": embedding model all-MiniLM-L6-v2/int8-dynamic ready") == 1
+
+
 def test_the_demo_key_works_over_http(site):
     status, body = http("GET", f"{site.base_url}/api/v1/traces", site.demo_key())
 
