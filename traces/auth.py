@@ -2,11 +2,10 @@
 
 import hashlib
 import logging
-import time
 from datetime import timedelta
 
+import redis
 from django.conf import settings
-from django.core.cache import cache
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import APIKeyHeader, HttpBearer
@@ -14,6 +13,7 @@ from ninja.throttling import BaseThrottle
 
 from traces.errors import PermissionDenied
 from traces.models import ApiKey
+from traces.services.rate_limit import rate_limit_check
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def require_scope(request: HttpRequest, *scopes: str) -> ApiKey:
 
 
 class ApiKeyRateThrottle(BaseThrottle):
-    """Fixed one-minute window per API key, counted atomically in Redis (INCR).
+    """HINDSIGHT_RATE_LIMIT_PER_MINUTE per API key (GCRA in Redis, see services/rate_limit.py).
 
     If Redis is unreachable the request is allowed: ingest must keep working without Redis.
     """
@@ -81,21 +81,12 @@ class ApiKeyRateThrottle(BaseThrottle):
         key = getattr(request, "auth", None)
         if not limit or not isinstance(key, ApiKey):
             return True
-        now = time.time()
-        window = int(now // 60)
-        cache_key = f"ratelimit:{key.pk}:{window}"
         try:
-            try:
-                count = cache.incr(cache_key)  # one round trip once the window's key exists
-            except ValueError:  # the window's first request (or a racing one)
-                count = 1 if cache.add(cache_key, 1, timeout=120) else cache.incr(cache_key)
-        except Exception:  # noqa: BLE001 - any Redis failure: fail open, say so in the log
+            self._wait = rate_limit_check(subject=f"key:{key.key_hash[:32]}", limit=limit)
+        except redis.RedisError:  # fail open, and say so in the log
             logger.warning("rate limit not enforced: Redis unreachable", exc_info=True)
             return True
-        if count > limit:
-            self._wait = (window + 1) * 60 - now
-            return False
-        return True
+        return self._wait == 0
 
     def wait(self) -> float:
         return self._wait
