@@ -124,16 +124,12 @@ def bulk_load(rows, *, batch: int = 2000, rebuild_index: bool = True) -> None:
     from django.db import connection
 
     from experiences.models import Experience
-    from experiences.services.reembed import HNSW_INDEX
+    from experiences.services.reembed import HNSW_INDEX, hnsw_index_build
 
     with connection.cursor() as cursor:
         cursor.execute(f'DROP INDEX IF EXISTS "{HNSW_INDEX}"')
     Experience.objects.bulk_create(rows, batch_size=batch)
     if rebuild_index:
+        hnsw_index_build()
         with connection.cursor() as cursor:
-            cursor.execute("SET maintenance_work_mem = '512MB'")
-            cursor.execute(
-                f'CREATE INDEX "{HNSW_INDEX}" ON experiences_experience '
-                "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
-            )
             cursor.execute("ANALYZE experiences_experience")

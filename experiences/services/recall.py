@@ -160,9 +160,10 @@ def candidates_sql(*, project: Project, query: RecallQuery, vector: str) -> tupl
     if query.task_type:
         where.append("task_type = %s")
         params.append(query.task_type)
+    columns = ", ".join(f.name for f in fields(Recalled))
     sql = (
-        f"SELECT {', '.join(f.name for f in fields(Recalled))}, embedding <=> %s::vector AS distance "
-        f"FROM experiences_experience WHERE {' AND '.join(where)} ORDER BY distance LIMIT %s"
+        f"SELECT {columns}, embedding <=> %s::vector AS distance FROM experiences_experience "
+        f"WHERE {' AND '.join(where)} ORDER BY distance LIMIT %s"
     )
     return sql, [vector, *params, max(settings.HINDSIGHT_RECALL_CANDIDATES, query.k)]
 
