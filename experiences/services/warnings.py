@@ -9,12 +9,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Q
 
 from experiences.models import FailurePattern
 from experiences.services.patterns import argument_shape, shape_similarity
 from traces.models import Project
 
 MAX_WARNINGS = 5
+# What a warning is made of: the hot path before every tool call loads nothing else.
+WARNING_FIELDS = ("id", "tool", "argument_shape", "error_signature", "instead", "occurrences")
 
 
 @dataclass(frozen=True)
@@ -47,13 +50,14 @@ def warnings_for_call(
     *, project: Project, tool: str, arguments: Any, environment: list[str] | None = None
 ) -> list[WarningItem]:
     shape = argument_shape(arguments)
+    patterns = _frequent(project).filter(tool=tool)
+    if environment:  # a failure seen only elsewhere says little about this environment
+        patterns = patterns.filter(Q(environment=[]) | Q(environment__overlap=environment))
     items = []
-    for pattern in _frequent(project).filter(tool=tool)[:50]:
+    for pattern in patterns.only(*WARNING_FIELDS)[:50]:
         similarity = shape_similarity(shape, pattern.argument_shape)
         if similarity < settings.HINDSIGHT_WARN_MIN_SIMILARITY:
             continue
-        if environment and pattern.environment and not set(environment) & set(pattern.environment):
-            continue  # a failure seen only elsewhere says little about this environment
         items.append(
             WarningItem(
                 pattern.pk,
@@ -73,5 +77,5 @@ def warnings_for_tools(*, project: Project, tools: list[str]) -> list[WarningIte
         return []
     return [
         WarningItem(p.pk, p.tool, _message(p), p.occurrences, p.instead, 1.0)
-        for p in _frequent(project).filter(tool__in=tools)[:MAX_WARNINGS]
+        for p in _frequent(project).filter(tool__in=tools).only(*WARNING_FIELDS)[:MAX_WARNINGS]
     ]
