@@ -7,6 +7,9 @@ recall = client.recall("Find out why the web container keeps restarting", tools=
 with client.recorder(agent="ops-bot", task="...", environment=["docker"]) as rec:
     with rec.step("docker_logs", {"name": "web"}) as call:
         call.observation = run_tool(...)
+
+What a recorder cannot send before it stops is spooled to disk and resent by the next recorder,
+or explicitly with `resend_spooled(client)`.
 """
 
 from hindsight_client.client import HindsightClient
@@ -19,6 +22,7 @@ from hindsight_client.errors import (
 )
 from hindsight_client.models import Recall, RecallItem, ToolWarning
 from hindsight_client.recorder import StepHandle, TrajectoryRecorder
+from hindsight_client.spool import ResendResult, default_spool_dir, resend_spooled
 from hindsight_client.transport import Backoff
 
 __all__ = [
@@ -31,7 +35,10 @@ __all__ = [
     "Recall",
     "RecallItem",
     "RecorderError",
+    "ResendResult",
     "StepHandle",
     "ToolWarning",
     "TrajectoryRecorder",
+    "default_spool_dir",
+    "resend_spooled",
 ]

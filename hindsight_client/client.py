@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from hindsight_client.models import Recall, ToolWarning
 from hindsight_client.recorder import TrajectoryRecorder
+from hindsight_client.spool import ResendResult, resend_spooled
 from hindsight_client.transport import Backoff, Transport, call_with_retries
 
 
@@ -17,6 +19,9 @@ class HindsightClient:
     backoff (a Retry-After above `max_retry_wait` seconds is not waited: the error is raised),
     so a recall never stalls an agent for long. Errors are `hindsight_client.ApiError`
     (status + the server's detail) or `ConnectionFailed`.
+
+    `spool_dir` is where its recorders spool what they could not send before stopping (None:
+    `$HINDSIGHT_SPOOL_DIR` or the user cache dir; False: no spool); see `resend_spooled`.
     """
 
     def __init__(
@@ -27,8 +32,10 @@ class HindsightClient:
         *,
         retries: int = 2,
         max_retry_wait: float = 5.0,
+        spool_dir: str | os.PathLike[str] | bool | None = None,
     ) -> None:
         self.transport = Transport(base_url, api_key, timeout)
+        self.spool_dir = spool_dir
         self.retries = retries
         self.max_retry_wait = max_retry_wait
         self.backoff = Backoff(base=0.2, cap=2.0)
@@ -124,6 +131,12 @@ class HindsightClient:
     def get_trace(self, trace_id: int) -> dict[str, Any]:
         return self._call("GET", f"traces/{trace_id}")
 
+    def resend_spooled(self, **options: Any) -> ResendResult:
+        """Send what this client's recorders spooled (same URL and key) and report what was
+        sent and what is still pending; see `hindsight_client.spool.resend_spooled`."""
+        options.setdefault("spool_dir", self.spool_dir)
+        return resend_spooled(self.transport, **options)
+
     def recorder(
         self,
         *,
@@ -140,7 +153,7 @@ class HindsightClient:
             task=task,
             environment=environment,
             external_id=external_id,
-            **options,
+            **{"spool_dir": self.spool_dir, **options},
         )
 
 

@@ -24,6 +24,12 @@ agent must never stall or crash because of its telemetry; the completed trace th
 
 At interpreter exit, every recorder still running is finished (outcome "unknown" unless one was
 set) and flushed, waiting at most `exit_timeout` seconds in all.
+
+Spool: what is still unsent when the recorder stops (the exit wait elapsed, or `stop()`) is
+written to the spool directory (`spool_dir`; see `hindsight_client.spool`): the open payload,
+the steps the server has not acknowledged and the completion if finished. Once the server is
+reachable, the next recorder sends spooled trajectories in the background (after its own trace
+was opened), or call `hindsight_client.resend_spooled(client)`. `spool_dir=False` turns it off.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from __future__ import annotations
 import atexit
 import json
 import logging
+import os
 import queue
 import threading
 import time
@@ -42,10 +49,12 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
 from hindsight_client.errors import ApiError, ConnectionFailed, QueueFull, RecorderError
+from hindsight_client.spool import resend_in_background, resolve_spool_dir, spool_write
 from hindsight_client.transport import Backoff, Transport, is_retryable
 
 logger = logging.getLogger("hindsight_client")
@@ -100,6 +109,7 @@ class TrajectoryRecorder:
         overflow: Overflow = "drop",
         backoff: Backoff | None = None,
         exit_timeout: float = 10.0,
+        spool_dir: str | os.PathLike[str] | bool | None = None,
     ) -> None:
         if not agent or not task:
             raise ValueError("a recorder needs a non-empty agent and task")
@@ -133,6 +143,7 @@ class TrajectoryRecorder:
         self.overflow = overflow
         self.backoff = backoff or Backoff(base=0.1, cap=2.0)
         self.exit_timeout = exit_timeout
+        self.spool_dir = resolve_spool_dir(spool_dir)
 
         self._queue: queue.Queue[dict[str, Any] | _Wake] = queue.Queue(maxsize=max(1, max_queue))
         self._context: dict[str, Any] = {"task_goal": task}
@@ -147,6 +158,13 @@ class TrajectoryRecorder:
         self._next_index = 0
         self._outcome: dict[str, Any] = {}
         self.trace_id: int | None = None
+        # Held by the sender while it moves events from the queue to `_inflight` (indexing
+        # them), and by the spool snapshot: an event is always in exactly one of the two.
+        self._take_lock = threading.Lock()
+        self._inflight: list[tuple[dict[str, Any], bytes]] = []  # sent, not yet acknowledged
+        self._notice_built = False
+        self._spooled = False
+        self._spool_path: Path | None = None
 
         _live.add(self)
         self._thread = threading.Thread(
@@ -208,7 +226,7 @@ class TrajectoryRecorder:
         return self._put(step)
 
     def _put(self, step: dict[str, Any]) -> bool:
-        if self._error is not None:
+        if self._error is not None or self._stop.is_set():
             with self._lock:
                 self._dropped += 1
             return False
@@ -331,6 +349,8 @@ class TrajectoryRecorder:
             while not self._drained():
                 if self._error is not None:
                     break
+                if self._stop.is_set():
+                    return False  # stopped: nothing more will be sent
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
@@ -371,6 +391,11 @@ class TrajectoryRecorder:
     def is_complete(self) -> bool:
         return self._completed
 
+    @property
+    def spool_path(self) -> Path | None:
+        """The spool file the unsent part was written to when the recorder stopped."""
+        return self._spool_path
+
     def __enter__(self) -> TrajectoryRecorder:
         return self
 
@@ -406,12 +431,17 @@ class TrajectoryRecorder:
             self._deliver(self._open)
             with self._lock:
                 self._lock.notify_all()
+            if self.spool_dir is not None and not self._stop.is_set():
+                # The server answers again: a good moment to send what earlier runs spooled.
+                # (Not once stopped: a request in flight at stop() may still get through.)
+                resend_in_background(self.transport, self.spool_dir, backoff=self.backoff)
             while not self._stop.is_set():
                 batch = self._take()
                 if batch:
                     self._deliver(partial(self._append, batch))
                     with self._lock:
                         self._stored += len(batch)
+                        self._inflight = []
                         self._lock.notify_all()
                 elif self._finish is not None and self._queue.empty():
                     self._send_dropped_notice()
@@ -428,27 +458,36 @@ class TrajectoryRecorder:
             _live.discard(self)
 
     def _take(self) -> list[tuple[dict[str, Any], bytes]]:
-        """Up to batch_size steps (and max_batch_bytes), indexed in queue order. Blocks while
-        the queue is empty and the recorder is not finished."""
-        batch: list[tuple[dict[str, Any], bytes]] = []
-        size = 0
-        block = self._finish is None
-        while len(batch) < self.batch_size:
-            try:
-                item = self._queue.get(block=block and not batch, timeout=None)
-            except queue.Empty:
-                break
-            if isinstance(item, _Wake):
-                block = False
-                continue
-            item["index"] = self._next_index
-            self._next_index += 1
-            encoded = self._encode(item)
-            batch.append((item, encoded))
-            size += len(encoded)
-            if size >= self.max_batch_bytes:
-                break
-        return batch
+        """Up to batch_size steps (and max_batch_bytes), indexed in queue order, kept as
+        `_inflight` until acknowledged. Blocks while the queue is empty and the recorder is not
+        finished; `stop` wakes it with a _WAKE, so the take lock is never held for long."""
+        with self._take_lock:
+            if self._stop.is_set():
+                raise _Stopped
+            batch: list[tuple[dict[str, Any], bytes]] = []
+            size = 0
+            block = self._finish is None
+            while len(batch) < self.batch_size:
+                try:
+                    item = self._queue.get(block=block and not batch, timeout=None)
+                except queue.Empty:
+                    break
+                if isinstance(item, _Wake):
+                    if self._stop.is_set():
+                        break
+                    block = False
+                    continue
+                batch.append(self._index(item))
+                size += len(batch[-1][1])
+                if size >= self.max_batch_bytes:
+                    break
+            self._inflight = batch
+            return batch
+
+    def _index(self, step: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        step["index"] = self._next_index
+        self._next_index += 1
+        return step, self._encode(step)
 
     def _encode(self, step: dict[str, Any]) -> bytes:
         observation = step.get("observation")
@@ -510,18 +549,30 @@ class TrajectoryRecorder:
         self.transport.request("POST", f"traces/{self.trace_id}/complete", self._finish)
 
     def _send_dropped_notice(self) -> None:
-        if not self._dropped:
-            return
-        notice = {
-            "kind": "system",
-            "index": self._next_index,
-            "content": f"hindsight client: {self._dropped} events were dropped (queue full)",
-            "started_at": now_iso(),
-            "context": dict(self._context),
-        }
-        self._next_index += 1
-        encoded = self._encode(notice)
-        self._deliver(partial(self._append, [(notice, encoded)]))
+        with self._take_lock:
+            if self._stop.is_set():
+                raise _Stopped
+            notice = self._dropped_notice()
+            if notice is None:
+                return
+            self._inflight = [notice]
+        self._deliver(partial(self._append, [notice]))
+        with self._lock:
+            self._inflight = []
+
+    def _dropped_notice(self) -> tuple[dict[str, Any], bytes] | None:
+        """The closing `system` step counting dropped events; built once (take lock held)."""
+        if not self._dropped or self._notice_built:
+            return None
+        self._notice_built = True
+        return self._index(
+            {
+                "kind": "system",
+                "content": f"hindsight client: {self._dropped} events were dropped (queue full)",
+                "started_at": now_iso(),
+                "context": dict(self._context),
+            }
+        )
 
     def _fail(self, error: ApiError) -> None:
         with self._lock:
@@ -542,14 +593,80 @@ class TrajectoryRecorder:
             except queue.Empty:
                 break
 
-    def stop(self) -> None:
-        """Stop the sender without waiting for anything (what is unsent stays unsent)."""
+    def stop(self) -> Path | None:
+        """Stop the sender without waiting for anything. What the server has not acknowledged
+        is written to the spool (unless disabled) and the file's path returned; later events
+        are dropped."""
+        pending = self.pending
+        path = self._halt()
+        if path is not None:
+            logger.warning(
+                "hindsight recorder %s stopped with %d events not stored; spooled to %s",
+                self.external_id,
+                pending,
+                path,
+            )
+        return path
+
+    def _halt(self) -> Path | None:
         self._stop.set()
         try:
             self._queue.put_nowait(_WAKE)
         except queue.Full:
-            pass
+            pass  # a full queue never blocks the sender's get
         _live.discard(self)
+        return self._spool()
+
+    def _spool(self) -> Path | None:
+        """Write the unsent part once; a refused trajectory (`error`) is not spooled: the
+        server would refuse it again."""
+        with self._lock:
+            if self._spooled or self._error is not None or self.spool_dir is None:
+                return self._spool_path
+            self._spooled = True
+        unsent = self._unsent()
+        if unsent is None:
+            return None
+        try:
+            self._spool_path = spool_write(self.spool_dir, transport=self.transport, **unsent)
+        except OSError as error:
+            logger.error(
+                "hindsight recorder %s: could not write the spool file in %s (%s); %d events lost",
+                self.external_id,
+                self.spool_dir,
+                error,
+                len(unsent["steps"]),
+            )
+        return self._spool_path
+
+    def _unsent(self) -> dict[str, Any] | None:
+        """What the server has not acknowledged, in order; None when nothing is missing.
+        May include the batch in flight (the server skips steps it already stores)."""
+        # The sender lets go of the take lock promptly once stopped; the timeout only guards
+        # against a bug turning exit into a hang.
+        locked = self._take_lock.acquire(timeout=2.0)
+        try:
+            steps = [json.loads(encoded) for _, encoded in self._inflight]
+            while True:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if not isinstance(item, _Wake):
+                    steps.append(json.loads(self._index(item)[1]))
+            finishing = self._finish is not None and not self._completed
+            if finishing:
+                notice = self._dropped_notice()
+                if notice is not None:
+                    steps.append(json.loads(notice[1]))
+        finally:
+            if locked:
+                self._take_lock.release()
+        if self.trace_id is not None and not steps and not finishing:
+            return None
+        # The same JSON the recorder sent (or would have), so a replay matches it exactly.
+        header = json.loads(json.dumps(self._header, default=str))
+        return {"header": header, "steps": steps, "complete": self._finish if finishing else None}
 
 
 class _Stopped(Exception):
@@ -586,8 +703,11 @@ def _flush_at_exit() -> None:
         except RecorderError:
             continue  # already logged when it happened
         if not done:
+            pending = recorder.pending
+            path = recorder._halt()
             logger.warning(
-                "hindsight recorder %s: %d events not sent before exit (server unreachable)",
+                "hindsight recorder %s: %d events not sent before exit (server unreachable)%s",
                 recorder.external_id,
-                recorder.pending,
+                pending,
+                f"; spooled to {path}" if path else "",
             )

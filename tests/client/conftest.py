@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -31,6 +32,15 @@ class Site:
     def client(self, url: str | None = None, **options) -> HindsightClient:
         """A client of this site, or of `url` (a relay in front of it) with this site's key."""
         return HindsightClient(url or self.url, self.key, **options)
+
+
+@pytest.fixture(autouse=True)
+def spool_dir(tmp_path, monkeypatch) -> Path:
+    """Every test (and every process it starts) spools into its own directory, never into the
+    user's cache."""
+    directory = tmp_path / "spool"
+    monkeypatch.setenv("HINDSIGHT_SPOOL_DIR", str(directory))
+    return directory
 
 
 @pytest.fixture
@@ -90,8 +100,11 @@ class Relay:
                     time.sleep(relay.delay)
                 with relay.lock:
                     failure = relay.failures.pop(0) if relay.failures else None
+                # Each request is noted before it is answered, so a client that got its answer
+                # always finds it in `seen`.
                 if failure is not None:
                     status, retry_after = failure
+                    relay._note(self.command, self.path, status)
                     payload = b'{"detail": "injected by the test relay"}'
                     self.send_response(status)
                     if retry_after is not None:
@@ -100,7 +113,6 @@ class Relay:
                     self.send_header("Content-Length", str(len(payload)))
                     self.end_headers()
                     self.wfile.write(payload)
-                    relay._note(self.command, self.path, status)
                     return
                 target = urlsplit(relay.upstream)
                 conn = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
@@ -112,8 +124,8 @@ class Relay:
                 with relay.lock:
                     lose = relay.lose_answers > 0
                     relay.lose_answers -= lose
+                relay._note(self.command, self.path, answer.status)
                 if lose:
-                    relay._note(self.command, self.path, answer.status)
                     self.send_response(502)
                     self.send_header("Content-Length", "0")
                     self.end_headers()
@@ -125,7 +137,6 @@ class Relay:
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
-                relay._note(self.command, self.path, answer.status)
 
             do_GET = do_POST = _forward
 
