@@ -62,6 +62,10 @@ class Experience(models.Model):
     embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True)
     version = models.PositiveIntegerField(default=1)
+    # The `version` the last dedup check compared with the library (0: never). Every change of
+    # wording bumps `version`, so a lower value means a check is due; beat re-sends the ones whose
+    # task was lost (experiences.services.dedup.experience_dedup_enqueue_due).
+    dedup_checked_version = models.PositiveIntegerField(default=0)
     # Set when this experience was merged into another (reversible: see ExperienceMerge).
     merged_into = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="absorbed"
@@ -93,6 +97,13 @@ class Experience(models.Model):
             # Tool-set overlap and environment filters (`tools && ARRAY[...]`).
             GinIndex(fields=["tools"], name="experiences_exp_tools_gin"),
             GinIndex(fields=["environment"], name="experiences_exp_env_gin"),
+            # The dedup sweep: unmerged experiences whose wording was never checked, oldest first.
+            models.Index(
+                fields=["updated_at"],
+                condition=Q(merged_into__isnull=True)
+                & Q(dedup_checked_version__lt=models.F("version")),
+                name="experiences_exp_dedup_due",
+            ),
             # Vector ranking for recall and dedup (cosine distance).
             HnswIndex(
                 name="experiences_exp_embed_hnsw",

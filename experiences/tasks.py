@@ -1,12 +1,33 @@
 """Celery tasks of the experience app: thin shells around one service call each."""
 
 from celery import shared_task
+from django.conf import settings
 
-from experiences.services.dedup import experience_dedup
+from experiences.services.dedup import experience_dedup, experience_dedup_enqueue_due
+from experiences.services.kb import kb_rebuild_run
 from experiences.services.llm_merge import merge_advice_with_llm
 
 
 @shared_task(name="experiences.dedup_experience", acks_late=True, ignore_result=True)
 def dedup_experience(experience_id: int) -> str:
-    """Merge, propose, or keep a new or re-derived experience (idempotent: merged rows skip)."""
+    """Merge, propose, or keep a new or re-derived experience (idempotent: a wording already
+    checked, or a merged row, is skipped)."""
     return experience_dedup(experience_id=experience_id, merge_advice=merge_advice_with_llm)
+
+
+@shared_task(name="experiences.dedup_due_experiences", acks_late=True, ignore_result=True)
+def dedup_due_experiences() -> int:
+    """Beat: send the dedup checks that never ran (their task lost while Redis was down)."""
+    return experience_dedup_enqueue_due()
+
+
+@shared_task(
+    name="experiences.rebuild_kb",
+    acks_late=True,
+    ignore_result=True,
+    time_limit=settings.HINDSIGHT_KB_REBUILD_TIME_LIMIT,
+    soft_time_limit=settings.HINDSIGHT_KB_REBUILD_TIME_LIMIT - 10,
+)
+def rebuild_kb(project_id: int, rebuild_id: str, user_id: int | None = None) -> str:
+    """Rewrite a project's knowledge base, recording its progress for the KB page."""
+    return kb_rebuild_run(project_id=project_id, rebuild_id=rebuild_id, user_id=user_id)

@@ -19,6 +19,7 @@ urlpatterns = [
     path("experiences/stats/", views.experience_stats, name="stats"),
     path("kb/", views.kb_page, name="kb"),
     path("kb/rebuild/", views.kb_rebuild, name="kb_rebuild"),
+    path("kb/rebuild/status/", views.kb_rebuild_status, name="kb_rebuild_status"),
     path("kb/export/", views.kb_export, name="kb_export"),
     path("kb/articles/<int:article_id>/edit/", views.kb_article_edit, name="kb_article_edit"),
 ]

@@ -427,19 +427,48 @@ def kb_page(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
         "kb": overview,
         "is_admin": access.is_admin,
         "llm_configured": bool(settings.OPENAI_BASE_URL),
+        **_rebuild_context(access),
     }
     return render(request, KB, context)
+
+
+def _rebuild_context(access: ProjectAccess) -> dict[str, Any]:
+    try:
+        return {"rebuild": kb.kb_rebuild_status(project=access.project)}
+    except kb.KbRebuildUnavailable as failure:  # Redis down: the page still works
+        return {"rebuild": None, "rebuild_unavailable": failure.detail}
 
 
 @require_POST
 @project_page(admin=True)
 def kb_rebuild(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
-    articles = kb.kb_rebuild(project=access.project, user=request.user)
-    messages.success(
-        request,
-        f"Knowledge base rebuilt: {len(articles)} article{'s' if len(articles) != 1 else ''}.",
-    )
+    """Queue a rebuild in the worker (or find the one already queued); the page follows it."""
+    try:
+        rebuild, queued = kb.kb_rebuild_request(project=access.project, user=request.user)
+    except kb.KbRebuildUnavailable as failure:
+        messages.error(
+            request, f"{failure.detail}; the articles stay as they are. Try again later."
+        )
+        return redirect("experiences:kb")
+    if not queued:
+        messages.info(
+            request, f"A rebuild requested by {rebuild.requested_by} is already {rebuild.state}."
+        )
     return redirect("experiences:kb")
+
+
+@require_GET
+@project_page()
+def kb_rebuild_status(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
+    """The rebuild's progress, polled by the KB page while it is queued or running."""
+    if not request.htmx:
+        return redirect("experiences:kb")
+    context = {"is_admin": access.is_admin, **_rebuild_context(access)}
+    response = render(request, f"{KB}#rebuild", context)
+    response.headers["Vary"] = "HX-Request"
+    if context["rebuild"] is not None and context["rebuild"].state == kb.DONE:
+        response.headers["HX-Refresh"] = "true"  # only a page that was polling asks: reload it
+    return response
 
 
 @require_http_methods(["GET", "POST"])

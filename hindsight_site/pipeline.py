@@ -9,6 +9,7 @@ from functools import partial
 from celery import Task, shared_task
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from kombu.exceptions import OperationalError
 
 from experiences.services import distill
 from experiences.tasks import dedup_experience
@@ -73,9 +74,24 @@ def rederive_trace(trace_id: int) -> int:
 
 
 def dedup_on_commit(experience_ids: list[int]) -> None:
-    """Compare new or changed experiences with the library once they are committed."""
-    for experience_id in experience_ids:
-        transaction.on_commit(partial(dedup_experience.delay, experience_id), robust=True)
+    """Compare new or changed experiences with the library once they are committed.
+
+    If the broker is down nothing is lost: their check stays due (`dedup_checked_version`) and
+    beat's sweep sends it once Redis is back.
+    """
+    if experience_ids:
+        transaction.on_commit(partial(_dedup_publish, list(experience_ids)), robust=True)
+
+
+def _dedup_publish(experience_ids: list[int]) -> None:
+    from hindsight_site.celery import app
+
+    try:
+        with app.producer_or_acquire() as producer:
+            for experience_id in experience_ids:
+                dedup_experience.apply_async(args=(experience_id,), producer=producer, retry=False)
+    except OperationalError:
+        logger.warning("broker unreachable: dedup of %s left to the beat sweep", experience_ids)
 
 
 @shared_task(name="hindsight.review_traces", acks_late=True, ignore_result=True)

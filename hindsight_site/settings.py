@@ -128,9 +128,13 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env_int("HINDSIGHT_TASK_TIME_LIMIT", 300, minimum=10)
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 5
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# A task not acknowledged within this time is redelivered (a worker killed mid-task).
+# A task not acknowledged within this time is redelivered (a worker killed mid-task): workers
+# look for such tasks every HINDSIGHT_UNACKED_RESTORE_INTERVAL seconds. kombu 5.7 scans only on
+# every 10th look by default (100 s); throttle 1 makes the interval the one control.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("HINDSIGHT_VISIBILITY_TIMEOUT", 600, minimum=1),
+    "unacked_restore_interval": env_int("HINDSIGHT_UNACKED_RESTORE_INTERVAL", 10, minimum=1),
+    "unacked_restore_throttle": 1,
     "socket_connect_timeout": 2,
     "socket_timeout": 5,
 }
@@ -267,3 +271,16 @@ HINDSIGHT_DEDUP_PROPOSAL_THRESHOLD = env_float(
     "HINDSIGHT_DEDUP_PROPOSAL_THRESHOLD", 0.85, minimum=0.0
 )
 HINDSIGHT_DEDUP_NEIGHBOURS = env_int("HINDSIGHT_DEDUP_NEIGHBOURS", 5, minimum=1)
+# Beat sends a dedup check for experiences whose check never ran (its task was lost while Redis
+# was down) once their wording is this old, at most this many per sweep.
+HINDSIGHT_DEDUP_SWEEP_GRACE_SECONDS = env_int("HINDSIGHT_DEDUP_SWEEP_GRACE_SECONDS", 120, minimum=1)
+HINDSIGHT_DEDUP_SWEEP_BATCH = env_int("HINDSIGHT_DEDUP_SWEEP_BATCH", 200, minimum=1)
+CELERY_BEAT_SCHEDULE["dedup-unchecked-experiences"] = {
+    "task": "experiences.dedup_due_experiences",
+    "schedule": HINDSIGHT_SWEEP_INTERVAL_SECONDS,
+}
+
+# ------------------------------------------------------------------ knowledge base
+# A rebuild runs in the worker; one that has not finished within this many seconds is stopped
+# (and shown as failed, with a Retry button).
+HINDSIGHT_KB_REBUILD_TIME_LIMIT = env_int("HINDSIGHT_KB_REBUILD_TIME_LIMIT", 1800, minimum=30)

@@ -9,16 +9,24 @@ specific wording (or an LLM's merge of both when an endpoint is configured), uni
 and the evidence, moves the provenance, and stores a snapshot of both rows so undo restores
 them exactly. Rows are locked in id order, so two workers deduplicating at once never merge
 into a row that was just merged away, and never deadlock.
+
+Every check records the `version` it compared (`dedup_checked_version`); any change of wording
+bumps `version`, so an experience whose check never ran (its task lost while Redis was down, an
+edit, a merge that changed the survivor's wording) is found by `experience_dedup_enqueue_due`,
+which beat runs. An undo is a person's decision: it leaves both experiences checked, and the
+pair is only ever proposed again, never merged automatically.
 """
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 from pgvector.django import CosineDistance
 
 from experiences.models import (
@@ -32,6 +40,8 @@ from traces.errors import Conflict, NotFound
 from traces.services.audit import audit_event
 
 logger = logging.getLogger(__name__)
+
+DEDUP_TASK = "experiences.dedup_experience"
 
 INACTIVE = (Experience.Status.ARCHIVED, Experience.Status.REJECTED)
 STATUS_RANK = {"candidate": 0, "approved": 1, "promoted": 2}
@@ -259,6 +269,9 @@ def experience_merge_undo(
         _restore(absorbed, merge.before["absorbed"])
         absorbed.merged_into = None
         survivor.version = merge.before["survivor"]["version"] + 2  # a new version: the undo
+        # Both wordings were checked before the merge; a new check would merge them again.
+        survivor.dedup_checked_version = survivor.version
+        absorbed.dedup_checked_version = absorbed.version
         survivor.save()
         absorbed.save()
         ExperienceSource.objects.filter(pk__in=merge.before["moved_sources"]).update(
@@ -288,6 +301,7 @@ def experience_dedup(*, experience_id: int, merge_advice=None) -> str:
     """Compare one experience with its neighbours: merge, propose, or leave it as new.
 
     `merge_advice(a, b) -> str | None` may combine two wordings (the LLM when configured).
+    A wording already checked is not checked again (the task is sent again by beat, or twice).
     """
     for _attempt in range(3):
         experience = (
@@ -299,35 +313,96 @@ def experience_dedup(*, experience_id: int, merge_advice=None) -> str:
         )
         if experience is None:
             return "skipped"
-        neighbours = experience_neighbours(experience, limit=settings.HINDSIGHT_DEDUP_NEIGHBOURS)
-        if not neighbours:
-            return "new"
-        nearest, similarity = neighbours[0]
-        if similarity >= settings.HINDSIGHT_DEDUP_AUTO_THRESHOLD:
-            survivor, absorbed = sorted((experience, nearest), key=lambda e: e.pk)
-            advice = merge_advice(survivor, absorbed) if merge_advice else None
-            try:
-                experience_merge(
-                    survivor_id=survivor.pk,
-                    absorbed_id=absorbed.pk,
-                    similarity=similarity,
-                    kind=ExperienceMerge.Kind.AUTO,
-                    advice=advice,
-                )
-            except Conflict:
-                continue  # a concurrent merge moved one of them: look again
-            return "merged"
-        proposed = [
-            (other, s)
-            for other, s in neighbours
-            if s >= settings.HINDSIGHT_DEDUP_PROPOSAL_THRESHOLD
-        ]
-        for other, s in proposed:
-            first, second = sorted((experience.pk, other.pk))
-            MergeProposal.objects.get_or_create(
-                first_id=first,
-                second_id=second,
-                defaults={"project_id": experience.project_id, "similarity": round(s, 4)},
-            )
-        return "proposed" if proposed else "new"
+        if experience.dedup_checked_version >= experience.version:
+            return "already checked"
+        outcome = _dedup_once(experience, merge_advice)
+        if outcome != "contended":
+            _mark_checked(experience)
+            return outcome
     return "contended"
+
+
+def _merge_was_undone(first: Experience, second: Experience) -> bool:
+    """A person undid a merge of these two: never merge them automatically again (they get a
+    proposal instead), however often their wording changes."""
+    return ExperienceMerge.objects.filter(
+        Q(survivor=first, absorbed=second) | Q(survivor=second, absorbed=first),
+        undone_at__isnull=False,
+    ).exists()
+
+
+def _mark_checked(experience: Experience) -> None:
+    # Only the wording this check read: an edit committed meanwhile bumped `version` and stays due.
+    # (When the check merged into this row, its version moved on too: the merged wording is due.)
+    Experience.objects.filter(pk=experience.pk, version=experience.version).update(
+        dedup_checked_version=experience.version
+    )
+
+
+def _dedup_once(experience: Experience, merge_advice) -> str:
+    neighbours = experience_neighbours(experience, limit=settings.HINDSIGHT_DEDUP_NEIGHBOURS)
+    if not neighbours:
+        return "new"
+    nearest, similarity = neighbours[0]
+    auto = similarity >= settings.HINDSIGHT_DEDUP_AUTO_THRESHOLD
+    if auto and not _merge_was_undone(experience, nearest):
+        survivor, absorbed = sorted((experience, nearest), key=lambda e: e.pk)
+        advice = merge_advice(survivor, absorbed) if merge_advice else None
+        try:
+            experience_merge(
+                survivor_id=survivor.pk,
+                absorbed_id=absorbed.pk,
+                similarity=similarity,
+                kind=ExperienceMerge.Kind.AUTO,
+                advice=advice,
+            )
+        except Conflict:
+            return "contended"  # a concurrent merge moved one of them: look again
+        return "merged"
+    proposed = [
+        (other, s) for other, s in neighbours if s >= settings.HINDSIGHT_DEDUP_PROPOSAL_THRESHOLD
+    ]
+    for other, s in proposed:
+        first, second = sorted((experience.pk, other.pk))
+        MergeProposal.objects.get_or_create(
+            first_id=first,
+            second_id=second,
+            defaults={"project_id": experience.project_id, "similarity": round(s, 4)},
+        )
+    return "proposed" if proposed else "new"
+
+
+# ---------------------------------------------------------------------------- the beat sweep
+
+
+def experiences_due_for_dedup(*, limit: int) -> list[int]:
+    """Experiences whose current wording was never checked, changed more than the grace period
+    ago (a check sent on commit normally runs well within it), oldest first."""
+    before = timezone.now() - timedelta(seconds=settings.HINDSIGHT_DEDUP_SWEEP_GRACE_SECONDS)
+    return list(
+        Experience.objects.filter(  # the partial index experiences_exp_dedup_due
+            merged_into__isnull=True,
+            dedup_checked_version__lt=F("version"),
+            updated_at__lt=before,
+            embedding__isnull=False,
+        )
+        .exclude(status__in=INACTIVE)
+        .order_by("updated_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+
+
+def experience_dedup_enqueue_due(*, limit: int | None = None) -> int:
+    """Beat: send a dedup check for each experience whose check is due; returns how many."""
+    from hindsight_site.celery import app
+
+    ids = experiences_due_for_dedup(limit=limit or settings.HINDSIGHT_DEDUP_SWEEP_BATCH)
+    sent = 0
+    try:
+        with app.producer_or_acquire() as producer:
+            for experience_id in ids:
+                app.send_task(DEDUP_TASK, args=(experience_id,), producer=producer, retry=False)
+                sent += 1
+    except OperationalError:
+        logger.warning("broker unreachable: dedup sweep stopped after %d of %d", sent, len(ids))
+    return sent

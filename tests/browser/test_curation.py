@@ -194,6 +194,7 @@ def test_an_admin_approves_a_selection_and_edits_a_row_inline(
 
 def test_a_reviewer_votes_and_an_admin_publishes_the_knowledge_base(
     browser, live_server, login, admin_user, reviewer, project, make_experience, shot,  # noqa: F811
+    celery_worker,  # the rebuild runs in the worker; the page follows it and reloads when done
 ):  # fmt: skip
     make_experience(
         project,

@@ -2,7 +2,7 @@
 
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -10,6 +10,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from experiences.models import Experience, ExperienceSource, MergeProposal
+from experiences.services import kb
+from experiences.tasks import rebuild_kb
 from tests.pages.conftest import (  # noqa: F401 - fixtures
     _fast_passwords,
     admin_user,
@@ -74,6 +76,46 @@ def make_proposal(db) -> Callable[..., MergeProposal]:
         )
 
     return make
+
+
+@pytest.fixture
+def run_queued_rebuild(db) -> Iterator[Callable[[Project], str]]:
+    """Take the KB rebuild task the page queued from Redis and run it here, as a worker would
+    (the task function itself; tests/experience_pages/test_kb_rebuild.py also runs a real one)."""
+    projects: list[Project] = []
+
+    def run(project: Project) -> str:
+        projects.append(project)
+        (args,) = [a for name, a in take_queued_tasks() if name == "experiences.rebuild_kb"]
+        assert args[0] == project.pk
+        return rebuild_kb(*args)
+
+    yield run
+    forget_rebuilds(projects)
+
+
+def take_queued_tasks() -> list[tuple[str, list[Any]]]:
+    """Every task waiting in the broker's queue, as (name, args); they are removed from it."""
+    from hindsight_site.celery import app
+
+    tasks = []
+    with app.connection_for_read() as connection_, connection_.SimpleQueue("celery") as queue:
+        while True:
+            try:
+                message = queue.get(block=False)
+            except queue.Empty:
+                return tasks
+            args, _kwargs, _embed = message.decode()
+            tasks.append((message.headers["task"], args))
+            message.ack()
+
+
+def forget_rebuilds(projects: list[Project]) -> None:
+    """Tests queue rebuilds that no worker takes: empty the queue, drop their status."""
+    from django.core.cache import cache
+
+    take_queued_tasks()
+    cache.delete_many([kb.rebuild_status_key(p.pk) for p in projects])
 
 
 def count_queries(client, path: str, **kwargs: Any) -> int:

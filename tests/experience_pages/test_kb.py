@@ -43,14 +43,16 @@ def test_promoted_experiences_waiting_for_a_rebuild_are_counted(client_for, admi
 
 
 def test_an_admin_rebuilds_and_sees_articles_by_tool_and_task_type(
-    client_for, admin_user, promoted
+    client_for, admin_user, project, promoted, run_queued_rebuild
 ):
     client = client_for(admin_user)
 
     response = client.post("/kb/rebuild/", follow=True)
-
     assert response.redirect_chain == [("/kb/", 302)]
-    body = response.content.decode()
+    assert "Rebuild queued by ada" in response.content.decode()
+    assert run_queued_rebuild(project) == "rebuilt"
+    body = client.get("/kb/").content.decode()
+
     assert "Knowledge base rebuilt: 3 articles." in body
     assert (
         body.index("By tool")
@@ -94,7 +96,7 @@ def test_the_edit_partial_and_the_edit_page(client_for, admin_user, project, pro
 
 
 def test_an_edited_article_is_saved_and_survives_a_rebuild(
-    client_for, admin_user, project, promoted
+    client_for, admin_user, project, promoted, run_queued_rebuild
 ):
     kb.kb_rebuild(project=project)
     article = KbArticle.objects.get(key="tool:kubectl")
@@ -106,6 +108,7 @@ def test_an_edited_article_is_saved_and_survives_a_rebuild(
         headers=HTMX,
     )
     client.post("/kb/rebuild/")
+    assert run_queued_rebuild(project) == "rebuilt"
 
     assert response.status_code == 200
     assert b"Kubernetes pods" in response.content and b"edited by ada" in response.content

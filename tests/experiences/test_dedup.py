@@ -92,7 +92,11 @@ def test_a_similar_experience_becomes_a_merge_proposal(project):
     proposal = MergeProposal.objects.get()
     assert (proposal.first, proposal.second, proposal.status) == (first, second, "open")
     assert proposal.similarity == pytest.approx(0.9, abs=1e-3)
-    assert experience_dedup(experience_id=second.pk) == "proposed"  # idempotent
+    assert experience_dedup(experience_id=second.pk) == "already checked"  # idempotent
+    second.advice += " Then check the exit code."
+    second.version += 1  # as an edit does
+    second.save()
+    assert experience_dedup(experience_id=second.pk) == "proposed"
     assert MergeProposal.objects.count() == 1
 
 

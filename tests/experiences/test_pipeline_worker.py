@@ -79,7 +79,9 @@ def test_a_worker_killed_mid_review_does_not_lose_the_trace(
     live_server, ingest_key, fake_openai, transactional_db, tmp_path
 ):
     fake_openai.delay = 3.0  # the LLM is slow: the worker is killed while waiting for it
-    env = llm_env(fake_openai, HINDSIGHT_VISIBILITY_TIMEOUT="2")
+    env = llm_env(
+        fake_openai, HINDSIGHT_VISIBILITY_TIMEOUT="2", HINDSIGHT_UNACKED_RESTORE_INTERVAL="1"
+    )
     first = WorkerProcess(tmp_path / "first.log", env)
     trace_id = post_json(f"{live_server.url}/api/v1/traces", ingest_key, seed_000_body())["id"]
     wait_until(lambda: status_of(trace_id) == "reviewing" and fake_openai.chat_requests, timeout=20)
