@@ -87,9 +87,19 @@ def main() -> int:
         rng = np.random.default_rng(42)
         centers = unit(rng.normal(0, 1, size=(args.clusters, 384)))
         project = Project.objects.create(name="bench-dedup")
+        from django.db import connection
+
+        from experiences.models import Experience
+        from experiences.services.reembed import HNSW_INDEX
+
+        index = next(i for i in Experience._meta.indexes if i.name == HNSW_INDEX)
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW hnsw.ef_search")
+            (ef_search,) = cursor.fetchone()
         print(
             f"setup: {os.cpu_count()} cores, 384-d clustered vectors ({args.clusters} clusters), "
-            f"{args.probes} new experiences per library size, HNSW m=16 ef_construction=64, "
+            f"{args.probes} new experiences per library size, HNSW m={index.m} "
+            f"ef_construction={index.ef_construction} ef_search={ef_search}, "
             "hnsw.iterative_scan=relaxed_order",
             flush=True,
         )
