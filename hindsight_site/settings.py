@@ -135,6 +135,13 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("HINDSIGHT_VISIBILITY_TIMEOUT", 600, minimum=1),
     "unacked_restore_interval": env_int("HINDSIGHT_UNACKED_RESTORE_INTERVAL", 10, minimum=1),
     "unacked_restore_throttle": 1,
+    # Publishing (ingest's hand-over, dedup checks) tries the broker twice, 0.2 s apart, then
+    # gives up: the work stays due and beat sends it later. kombu's default retries for ~6 s,
+    # which an agent would wait out on every ingest while Redis is down.
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.2,
     "socket_connect_timeout": 2,
     "socket_timeout": 5,
 }

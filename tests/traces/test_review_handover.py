@@ -1,5 +1,7 @@
 """The hand-over to Celery on commit: Redis up, Redis really stopped, and a real worker."""
 
+import time
+
 import pytest
 import redis as redis_lib
 from django.conf import settings
@@ -30,9 +32,12 @@ def test_ingest_succeeds_with_redis_stopped_and_beat_enqueues_later(
     api, empty_queue, redis_control, settings
 ):
     redis_control.stop()
+    began = time.monotonic()
     response = api.post("traces", trajectory())
 
     assert response.status_code == 201  # the rate limiter and the broker both fail open
+    # ...and fast: two tries 0.2 s apart, not kombu's default ~6 s of retries per request.
+    assert time.monotonic() - began < 3
     assert response.json()["review_status"] == "pending"
     trace = Trace.objects.get()
     assert trace.review_status == "pending"
