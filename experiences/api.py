@@ -17,7 +17,7 @@ from experiences.schemas import (
     WarningsIn,
     WarningsOut,
 )
-from experiences.services import kb
+from experiences.services import kb, recall_log
 from experiences.services import recall as recall_service
 from experiences.services.warnings import warnings_for_call
 from traces.auth import require_scope
@@ -103,7 +103,7 @@ def post_recall(request: HttpRequest, payload: RecallIn):
 def post_recall_feedback(request: HttpRequest, recall_id: int, payload: RecallFeedbackIn):
     """Which recalled items helped: feeds the experiences' votes and the recall hit rate."""
     key = require_scope(request, "recall")
-    log = recall_service.recall_feedback(
+    log = recall_log.recall_feedback(
         project=key.project,
         recall_id=recall_id,
         helpful=payload.helpful,

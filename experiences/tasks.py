@@ -6,6 +6,7 @@ from django.conf import settings
 from experiences.services.dedup import experience_dedup, experience_dedup_enqueue_due
 from experiences.services.kb import kb_rebuild_run
 from experiences.services.llm_merge import merge_advice_with_llm
+from experiences.services.recall_log import recall_logs_prune
 
 
 @shared_task(name="experiences.dedup_experience", acks_late=True, ignore_result=True)
@@ -31,3 +32,9 @@ def dedup_due_experiences() -> int:
 def rebuild_kb(project_id: int, rebuild_id: str, user_id: int | None = None) -> str:
     """Rewrite a project's knowledge base, recording its progress for the KB page."""
     return kb_rebuild_run(project_id=project_id, rebuild_id=rebuild_id, user_id=user_id)
+
+
+@shared_task(name="experiences.prune_recall_logs", acks_late=True, ignore_result=True)
+def prune_recall_logs() -> int:
+    """Beat, daily: delete recall logs past HINDSIGHT_RECALL_LOG_DAYS."""
+    return recall_logs_prune()

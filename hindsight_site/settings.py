@@ -266,6 +266,13 @@ HINDSIGHT_RECALL_ENV_MISMATCH = env_float("HINDSIGHT_RECALL_ENV_MISMATCH", 0.6, 
 HINDSIGHT_RECALL_CANDIDATES = env_int("HINDSIGHT_RECALL_CANDIDATES", 40, minimum=1)
 # Items below this cosine similarity are not returned at all.
 HINDSIGHT_RECALL_MIN_SIMILARITY = env_float("HINDSIGHT_RECALL_MIN_SIMILARITY", 0.2, minimum=0.0)
+# Recall logs (what each recall returned, the agent's feedback) are kept this many days; 0 keeps
+# them forever. Beat deletes older ones daily; /stats/ looks back 30 days.
+HINDSIGHT_RECALL_LOG_DAYS = env_int("HINDSIGHT_RECALL_LOG_DAYS", 90, minimum=0)
+CELERY_BEAT_SCHEDULE["prune-recall-logs"] = {
+    "task": "experiences.prune_recall_logs",
+    "schedule": 24 * 3600,
+}
 # Warnings only for patterns seen at least this often, with arguments at least this similar.
 HINDSIGHT_WARN_MIN_OCCURRENCES = env_int("HINDSIGHT_WARN_MIN_OCCURRENCES", 2, minimum=1)
 HINDSIGHT_WARN_MIN_SIMILARITY = env_float("HINDSIGHT_WARN_MIN_SIMILARITY", 0.5, minimum=0.0)

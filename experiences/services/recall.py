@@ -16,20 +16,18 @@ import json
 import math
 import time
 from dataclasses import asdict, dataclass, field, fields
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import lru_cache
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import F
+from django.db import connection
 from django.utils import timezone
 from pgvector import Vector
-from psycopg.types.json import Jsonb
 
 from experiences.embeddings import get_embedder
-from experiences.models import Experience, RecallLog
+from experiences.models import Experience
+from experiences.services.recall_log import recall_log_write
 from experiences.services.warnings import WarningItem, warnings_for_tools
-from traces.errors import InvalidInput, NotFound
 from traces.models import ApiKey, Project
 
 STATUS_BONUS = {"approved": 1.1, "promoted": 1.2}
@@ -209,67 +207,13 @@ def experience_recall(
     log_id = recall_log_write(
         project=project,
         api_key=api_key,
-        query=query,
-        items=items,
+        query=asdict(query),
+        returned=[(item.experience.id, item.score) for item in items],
         now=now,
         latency_ms=round((time.perf_counter() - started) * 1000, 2),
     )
     block = prompt_block(items, query)
     return RecallResult(log_id=log_id, items=items, prompt_block=block, warnings=warnings)
-
-
-# One statement, one round trip: the log row, and last_recalled_at of the returned experiences
-# (at most once a minute each, so an agent asking at every step does not rewrite the rows).
-# The log is bookkeeping on the hot path: its commit does not wait for the WAL flush (a crash
-# may lose the last few log rows, never an experience or a label); set_config(..., true) lasts
-# until the end of the statement's own transaction.
-RECALL_LOG_SQL = """
-WITH no_flush_wait AS (SELECT set_config('synchronous_commit', 'off', true)),
-logged AS (
-    INSERT INTO experiences_recalllog
-        (project_id, api_key_id, query, returned, helpful, unhelpful, latency_ms, created_at)
-    SELECT %s, %s, %s, %s, '{}', '{}', %s, %s FROM no_flush_wait
-    RETURNING id
-),
-touched AS (
-    UPDATE experiences_experience SET last_recalled_at = %s
-    WHERE id = ANY(%s) AND (last_recalled_at IS NULL OR last_recalled_at < %s)
-)
-SELECT id FROM logged
-"""
-LAST_RECALLED_RESOLUTION = timedelta(minutes=1)
-
-
-def recall_log_write(
-    *,
-    project: Project,
-    api_key: ApiKey | None,
-    query: RecallQuery,
-    items: list[RecallItem],
-    now: datetime,
-    latency_ms: float,
-) -> int:
-    returned = [
-        {"experience_id": item.experience.id, "score": item.score, "rank": rank}
-        for rank, item in enumerate(items)
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            RECALL_LOG_SQL,
-            [
-                project.pk,
-                api_key.pk if api_key else None,
-                Jsonb(asdict(query)),
-                Jsonb(returned),
-                latency_ms,
-                now,
-                now,
-                [item.experience.id for item in items],
-                now - LAST_RECALLED_RESOLUTION,
-            ],
-        )
-        (log_id,) = cursor.fetchone()
-    return log_id
 
 
 def prompt_block(items: list[RecallItem], query: RecallQuery) -> str:
@@ -293,38 +237,3 @@ def prompt_block(items: list[RecallItem], query: RecallQuery) -> str:
             )
         lines.append(f"- {prefix}{experience.advice}{caveat}")
     return "\n".join(lines)
-
-
-def _vote_counts(helpful: list[int], unhelpful: list[int]) -> dict[int, tuple[int, int]]:
-    counts = {i: (1, 0) for i in helpful}
-    counts.update({i: (0, 1) for i in unhelpful})
-    return counts
-
-
-def recall_feedback(
-    *, project: Project, recall_id: int, helpful: list[int], unhelpful: list[int]
-) -> RecallLog:
-    """Record which returned items helped. Sending feedback again replaces the earlier one:
-    votes move by the difference."""
-    with transaction.atomic():
-        log = RecallLog.objects.select_for_update().filter(project=project, pk=recall_id).first()
-        if log is None:
-            raise NotFound(f"recall {recall_id} not found")
-        returned = {item["experience_id"] for item in log.returned}
-        foreign = sorted((set(helpful) | set(unhelpful)) - returned)
-        if foreign:
-            raise InvalidInput(f"experiences {foreign} were not returned by recall {recall_id}")
-        if set(helpful) & set(unhelpful):
-            raise InvalidInput("an experience cannot be both helpful and unhelpful")
-        before, after = _vote_counts(log.helpful, log.unhelpful), _vote_counts(helpful, unhelpful)
-        for experience_id in set(before) | set(after):
-            up = after.get(experience_id, (0, 0))[0] - before.get(experience_id, (0, 0))[0]
-            down = after.get(experience_id, (0, 0))[1] - before.get(experience_id, (0, 0))[1]
-            if up or down:
-                Experience.objects.filter(pk=experience_id, project=project).update(
-                    upvotes=F("upvotes") + up, downvotes=F("downvotes") + down
-                )
-        log.helpful, log.unhelpful = sorted(set(helpful)), sorted(set(unhelpful))
-        log.feedback_at = timezone.now()
-        log.save(update_fields=["helpful", "unhelpful", "feedback_at"])
-    return log
