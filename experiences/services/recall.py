@@ -15,9 +15,11 @@ score = similarity × decay × environment × evidence, each part returned to th
 import json
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from functools import lru_cache
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -65,7 +67,7 @@ class Recalled:
     support_count: int
 
     @classmethod
-    def from_row(cls, row: tuple) -> "Recalled":
+    def from_row(cls, row: Sequence[Any]) -> "Recalled":
         experience = cls(*row)
         if isinstance(experience.path, str):  # Django's psycopg setup leaves jsonb undecoded
             object.__setattr__(experience, "path", json.loads(experience.path))
