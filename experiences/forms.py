@@ -1,6 +1,7 @@
 """Forms of the curation pages: library filters, inline edits, scope, bulk actions, merges, KB."""
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 from django import forms
 
@@ -25,7 +26,7 @@ class ListField(forms.CharField):
         return ", ".join(value) if isinstance(value, list | tuple) else value
 
     def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
-        text = super().to_python(value)
+        text = super().to_python(value) or ""  # None only with empty_value=None, not set here
         return list(dict.fromkeys(v.strip() for v in text.split(",") if v.strip()))
 
     def run_validators(self, value: Any) -> None:
@@ -71,9 +72,11 @@ class ExperienceEditForm(forms.Form):
     intent = forms.CharField(required=False, max_length=500)
     agent = forms.CharField(required=False, max_length=200)
 
-    def __init__(self, *args: Any, experience_id: int, **kwargs: Any) -> None:
+    def __init__(
+        self, data: Mapping[str, Any] | None = None, *, experience_id: int, **kwargs: Any
+    ) -> None:
         # several rows of the library can be in edit mode at once: ids must not collide
-        super().__init__(*args, auto_id=f"edit-{experience_id}-%s", **kwargs)
+        super().__init__(data, auto_id=f"edit-{experience_id}-%s", **kwargs)
 
     @classmethod
     def for_experience(cls, experience: Experience) -> "ExperienceEditForm":
@@ -94,9 +97,15 @@ class ScopeForm(forms.Form):
     agents = ListField(label="Agents")
     users = ListField(label="Users")
 
-    def __init__(self, *args: Any, experience_id: int | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        data: Mapping[str, Any] | None = None,
+        *,
+        experience_id: int | None = None,
+        **kwargs: Any,
+    ) -> None:
         prefix = f"scope-{experience_id}" if experience_id else "scope"
-        super().__init__(*args, auto_id=f"{prefix}-%s", **kwargs)
+        super().__init__(data, auto_id=f"{prefix}-%s", **kwargs)
 
     @classmethod
     def for_experience(cls, experience: Experience) -> "ScopeForm":
@@ -133,7 +142,8 @@ class BulkForm(forms.Form):
         super().__init__(*args, **kwargs)
         # any integer id: which of them belong to the project is the view's question
         values = self.data.getlist("ids") if hasattr(self.data, "getlist") else []
-        self.fields["ids"].choices = [(v, v) for v in values[:200] if str(v).isdigit()]
+        ids = cast(forms.TypedMultipleChoiceField, self.fields["ids"])  # declared above
+        ids.choices = [(v, v) for v in values[:200] if str(v).isdigit()]
 
 
 class ProposalDecisionForm(forms.Form):

@@ -4,7 +4,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Prefetch, Q, QuerySet
 from django.db.models.fields.json import KT
 
@@ -124,7 +124,7 @@ def experience_filter(
     return queryset
 
 
-def experience_mark_votes(*, user: AbstractBaseUser, experiences: list[Experience]) -> None:
+def experience_mark_votes(*, user: User, experiences: list[Experience]) -> None:
     """Set `my_vote` (+1, -1 or 0) on each experience: the viewer's own vote, in one query."""
     rows = ExperienceVote.objects.filter(user=user, experience_id__in=[e.pk for e in experiences])
     votes = dict(rows.values_list("experience_id", "value"))
@@ -141,7 +141,7 @@ class LibraryPage:
 
 
 def experience_library_page(
-    *, project: Project, filters: ExperienceFilters, user: AbstractBaseUser, cursor: str | None,
+    *, project: Project, filters: ExperienceFilters, user: User, cursor: str | None,
     limit: int = 50,
 ) -> LibraryPage:  # fmt: skip
     """A page of the library (merged-away rows left out), its count and the viewer's votes."""
@@ -196,7 +196,7 @@ class ExperienceDetail:
 
 
 def experience_detail(
-    *, experience: Experience, user: AbstractBaseUser, neighbours: int = 5
+    *, experience: Experience, user: User, neighbours: int = 5
 ) -> ExperienceDetail:
     """The detail page: earlier versions, provenance, near neighbours, merges it took part in."""
     sources = (

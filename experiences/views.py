@@ -11,7 +11,8 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.contrib.auth.models import User
+from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -30,6 +31,7 @@ from experiences.forms import (
 from experiences.models import Experience, ExperienceMerge, KbArticle, MergeProposal
 from experiences.services import curation, dedup, kb
 from traces.errors import DomainError
+from traces.http import AuthedRequest
 from traces.selectors import ProjectAccess
 from traces.views import (
     dashboard_for,
@@ -50,12 +52,12 @@ KB = "experiences/kb.html"
 # ---------------------------------------------------------------------------- access
 
 
-def _access_to(request: HttpRequest, project_id: int) -> ProjectAccess:
+def _access_to(request: AuthedRequest, project_id: int) -> ProjectAccess:
     return next(a for a in dashboard_for(request).accesses if a.project.pk == project_id)
 
 
 def _get_experience_for_user(
-    request: HttpRequest, experience_id: int, *, light: bool = True
+    request: AuthedRequest, experience_id: int, *, light: bool = True
 ) -> tuple[Experience, ProjectAccess]:
     """An experience of one of the user's projects and the user's access there, or 404."""
     experience = selectors.experience_for_user(
@@ -67,7 +69,7 @@ def _get_experience_for_user(
 
 
 def _get_proposal_for_user(
-    request: HttpRequest, proposal_id: int
+    request: AuthedRequest, proposal_id: int
 ) -> tuple[MergeProposal, ProjectAccess]:
     proposal = selectors.proposal_for_user(
         projects=dashboard_for(request).projects, proposal_id=proposal_id
@@ -78,7 +80,7 @@ def _get_proposal_for_user(
 
 
 def _get_merge_for_user(
-    request: HttpRequest, merge_id: int
+    request: AuthedRequest, merge_id: int
 ) -> tuple[ExperienceMerge, ProjectAccess]:
     merge = selectors.merge_for_user(projects=dashboard_for(request).projects, merge_id=merge_id)
     if merge is None:
@@ -86,7 +88,9 @@ def _get_merge_for_user(
     return merge, _access_to(request, merge.project_id)
 
 
-def _get_article_for_user(request: HttpRequest, article_id: int) -> tuple[KbArticle, ProjectAccess]:
+def _get_article_for_user(
+    request: AuthedRequest, article_id: int
+) -> tuple[KbArticle, ProjectAccess]:
     article = selectors.kb_article_for_user(
         projects=dashboard_for(request).projects, article_id=article_id
     )
@@ -95,13 +99,13 @@ def _get_article_for_user(request: HttpRequest, article_id: int) -> tuple[KbArti
     return article, _access_to(request, article.project_id)
 
 
-def _forbidden(request: HttpRequest) -> HttpResponse:
+def _forbidden(request: AuthedRequest) -> HttpResponse:
     if request.htmx:
         return HttpResponse("Only project admins can do this.", status=403)
     return render(request, "traces/forbidden.html", status=403)
 
 
-def _say(request: HttpRequest, error: str, success: str) -> None:
+def _say(request: AuthedRequest, error: str, success: str) -> None:
     if error:
         messages.error(request, error)
     else:
@@ -113,7 +117,7 @@ def _say(request: HttpRequest, error: str, success: str) -> None:
 
 @require_GET
 @project_page()
-def library(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
+def library(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     form = ExperienceFilterForm(request.GET)
     result = selectors.experience_library_page(
         project=access.project, filters=form.filters(), user=request.user,
@@ -132,12 +136,14 @@ def library(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
 
 
 def _row(
-    request: HttpRequest, access: ProjectAccess, experience_id: int, **extra: Any
+    request: AuthedRequest, access: ProjectAccess, experience_id: int, **extra: Any
 ) -> HttpResponse:
     """One library row in its display state (after an inline change, or on cancel)."""
     experience = selectors.experience_for_user(
         projects=[access.project], experience_id=experience_id, light=True
     )
+    if experience is None:
+        raise Http404("experience not found")
     selectors.experience_mark_votes(user=request.user, experiences=[experience])
     context = {"experience": experience, "is_admin": access.is_admin, **extra}
     status = 409 if extra.get("error") else 200
@@ -147,7 +153,7 @@ def _row(
 
 
 def _done(
-    request: HttpRequest, experience: Experience, access: ProjectAccess, error: str = ""
+    request: AuthedRequest, experience: Experience, access: ProjectAccess, error: str = ""
 ) -> HttpResponse:
     """After an action on one experience: its row for htmx, else back where the form was."""
     if request.htmx:
@@ -159,7 +165,7 @@ def _done(
 
 @require_GET
 @login_required
-def experience_row(request: HttpRequest, experience_id: int) -> HttpResponse:
+def experience_row(request: AuthedRequest, experience_id: int) -> HttpResponse:
     experience, access = _get_experience_for_user(request, experience_id)
     if not request.htmx:
         return redirect("experiences:detail", experience_id=experience.pk)
@@ -168,7 +174,7 @@ def experience_row(request: HttpRequest, experience_id: int) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @login_required
-def experience_edit(request: HttpRequest, experience_id: int) -> HttpResponse:
+def experience_edit(request: AuthedRequest, experience_id: int) -> HttpResponse:
     experience, access = _get_experience_for_user(request, experience_id)
     if not access.is_admin:
         return _forbidden(request)
@@ -191,7 +197,7 @@ def experience_edit(request: HttpRequest, experience_id: int) -> HttpResponse:
 
 
 def _edit_form(
-    request: HttpRequest, experience: Experience, form: ExperienceEditForm, status: int = 200
+    request: AuthedRequest, experience: Experience, form: ExperienceEditForm, status: int = 200
 ):
     if not request.htmx:
         return render(
@@ -207,7 +213,7 @@ def _edit_form(
 
 @require_http_methods(["GET", "POST"])
 @login_required
-def experience_scope(request: HttpRequest, experience_id: int) -> HttpResponse:
+def experience_scope(request: AuthedRequest, experience_id: int) -> HttpResponse:
     experience, access = _get_experience_for_user(request, experience_id)
     if not access.is_admin:
         return _forbidden(request)
@@ -225,7 +231,7 @@ def experience_scope(request: HttpRequest, experience_id: int) -> HttpResponse:
     return _done(request, experience, access)
 
 
-def _scope_form(request: HttpRequest, experience: Experience, form: ScopeForm, status: int = 200):
+def _scope_form(request: AuthedRequest, experience: Experience, form: ScopeForm, status: int = 200):
     if not request.htmx:  # the detail page has the same form
         return redirect(reverse("experiences:detail", args=[experience.pk]) + "#scope")
     return render(
@@ -235,7 +241,7 @@ def _scope_form(request: HttpRequest, experience: Experience, form: ScopeForm, s
 
 @require_POST
 @login_required
-def experience_status(request: HttpRequest, experience_id: int) -> HttpResponse:
+def experience_status(request: AuthedRequest, experience_id: int) -> HttpResponse:
     experience, access = _get_experience_for_user(request, experience_id)
     if not access.is_admin:
         return _forbidden(request)
@@ -253,7 +259,7 @@ def experience_status(request: HttpRequest, experience_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def experience_vote(request: HttpRequest, experience_id: int) -> HttpResponse:
+def experience_vote(request: AuthedRequest, experience_id: int) -> HttpResponse:
     """Reviewers and admins alike: +1, -1, or 0 to withdraw their vote."""
     experience, access = _get_experience_for_user(request, experience_id)
     form = VoteForm(request.POST)
@@ -270,7 +276,7 @@ def experience_vote(request: HttpRequest, experience_id: int) -> HttpResponse:
 
 @require_POST
 @project_page(admin=True)
-def experience_bulk(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
+def experience_bulk(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     """One action on the selected rows; each row succeeds or is reported on its own."""
     form = BulkForm(request.POST)
     # the filters the list had, re-encoded: only a query string ever reaches the redirect
@@ -287,7 +293,7 @@ def experience_bulk(request: HttpRequest, access: ProjectAccess) -> HttpResponse
 
 
 def _apply_to_each(
-    ids: list[int], data: dict[str, Any], user: Any
+    ids: list[int], data: dict[str, Any], user: User
 ) -> tuple[list[int], dict[int, str]]:
     done, failed = [], {}
     scope = {name: data[name] for name in ("environments", "agents", "users")}
@@ -307,7 +313,7 @@ def _apply_to_each(
     return done, failed
 
 
-def _say_bulk(request: HttpRequest, action: str, done: list[int], failed: dict[int, str]) -> None:
+def _say_bulk(request: AuthedRequest, action: str, done: list[int], failed: dict[int, str]) -> None:
     verb = {"approve": "approved", "archive": "archived", "scope": "given the new scope"}[action]
     if done:
         messages.success(request, f"{len(done)} experience{'s' if len(done) != 1 else ''} {verb}.")
@@ -320,7 +326,7 @@ def _say_bulk(request: HttpRequest, action: str, done: list[int], failed: dict[i
 
 @require_GET
 @login_required
-def experience_detail(request: HttpRequest, experience_id: int) -> HttpResponse:
+def experience_detail(request: AuthedRequest, experience_id: int) -> HttpResponse:
     experience, access = _get_experience_for_user(request, experience_id, light=False)
     detail = selectors.experience_detail(experience=experience, user=request.user)
     context = {
@@ -339,7 +345,7 @@ def experience_detail(request: HttpRequest, experience_id: int) -> HttpResponse:
 
 @require_GET
 @project_page()
-def merges(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
+def merges(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     history = selectors.merge_history(
         project=access.project, cursor=page_cursor(request), limit=HISTORY_PAGE_SIZE
     )
@@ -352,13 +358,15 @@ def merges(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
 
 @require_POST
 @login_required
-def proposal_decide(request: HttpRequest, proposal_id: int) -> HttpResponse:
+def proposal_decide(request: AuthedRequest, proposal_id: int) -> HttpResponse:
     proposal, access = _get_proposal_for_user(request, proposal_id)
     if not access.is_admin:
         return _forbidden(request)
     form = ProposalDecisionForm(request.POST)
     error = (
-        "" if form.is_valid() else " ".join(e for errors in form.errors.values() for e in errors)
+        ""
+        if form.is_valid()
+        else " ".join(str(e) for errors in form.errors.values() for e in errors)
     )
     if not error:
         try:
@@ -380,10 +388,12 @@ def _decided(proposal: MergeProposal) -> str:
 
 
 def _proposal_card(
-    request: HttpRequest, proposal_id: int, access: ProjectAccess, error: str
+    request: AuthedRequest, proposal_id: int, access: ProjectAccess, error: str
 ) -> HttpResponse:
     """The proposal's card after a decision: the outcome (with undo), or the form and the error."""
     proposal = selectors.proposal_for_user(projects=[access.project], proposal_id=proposal_id)
+    if proposal is None:
+        raise Http404("merge proposal not found")
     context = {
         "row": selectors.proposal_row(proposal),
         "merge": selectors.merge_of_proposal(proposal) if proposal.status == "merged" else None,
@@ -399,7 +409,7 @@ def _proposal_card(
 
 @require_POST
 @login_required
-def merge_undo(request: HttpRequest, merge_id: int) -> HttpResponse:
+def merge_undo(request: AuthedRequest, merge_id: int) -> HttpResponse:
     merge, access = _get_merge_for_user(request, merge_id)
     if not access.is_admin:
         return _forbidden(request)
@@ -411,8 +421,8 @@ def merge_undo(request: HttpRequest, merge_id: int) -> HttpResponse:
     if not request.htmx:
         _say(request, error, f"Merge undone: #{merge.absorbed_id} is back on its own.")
         return redirect_to_next(request, reverse("experiences:merges"))
-    merge = selectors.merge_for_user(projects=[access.project], merge_id=merge.pk)
-    context = {"merge": merge, "is_admin": access.is_admin, "error": error}
+    row = selectors.merge_for_user(projects=[access.project], merge_id=merge.pk)
+    context = {"merge": row, "is_admin": access.is_admin, "error": error}
     return render(request, f"{MERGES}#merge_row", context, status=409 if error else 200)
 
 
@@ -421,7 +431,7 @@ def merge_undo(request: HttpRequest, merge_id: int) -> HttpResponse:
 
 @require_GET
 @project_page()
-def kb_page(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
+def kb_page(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     overview = selectors.kb_overview(project=access.project)
     context = {
         "kb": overview,
@@ -441,7 +451,7 @@ def _rebuild_context(access: ProjectAccess) -> dict[str, Any]:
 
 @require_POST
 @project_page(admin=True)
-def kb_rebuild(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
+def kb_rebuild(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     """Queue a rebuild in the worker (or find the one already queued); the page follows it."""
     try:
         rebuild, queued = kb.kb_rebuild_request(project=access.project, user=request.user)
@@ -459,7 +469,7 @@ def kb_rebuild(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
 
 @require_GET
 @project_page()
-def kb_rebuild_status(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
+def kb_rebuild_status(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     """The rebuild's progress, polled by the KB page while it is queued or running."""
     if not request.htmx:
         return redirect("experiences:kb")
@@ -473,7 +483,7 @@ def kb_rebuild_status(request: HttpRequest, access: ProjectAccess) -> HttpRespon
 
 @require_http_methods(["GET", "POST"])
 @login_required
-def kb_article_edit(request: HttpRequest, article_id: int) -> HttpResponse:
+def kb_article_edit(request: AuthedRequest, article_id: int) -> HttpResponse:
     article, access = _get_article_for_user(request, article_id)
     if not access.is_admin:
         return _forbidden(request)
@@ -493,7 +503,7 @@ def kb_article_edit(request: HttpRequest, article_id: int) -> HttpResponse:
 
 @require_GET
 @project_page()
-def kb_export(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
+def kb_export(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     """The same files as GET /api/v1/kb/export, for people: Markdown (zip) or JSONL."""
     format = "jsonl" if request.GET.get("format") == "jsonl" else "markdown"
     content, content_type, name = kb.kb_export_file(project=access.project, format=format)
@@ -504,7 +514,7 @@ def kb_export(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
 
 @require_GET
 @project_page()
-def experience_stats(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
+def experience_stats(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     """The experience half of /stats/, loaded into that page by htmx (traces stays unaware)."""
     stats = selectors.experience_stats(project=access.project)
     return render(request, "experiences/stats_partial.html", {"stats": stats})

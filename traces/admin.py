@@ -24,8 +24,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 class StepInline(admin.TabularInline):
     model = Step
-    fields = ["index", "kind", "tool", "is_error", "label", "label_source"]
-    readonly_fields = fields
+    fields = readonly_fields = ("index", "kind", "tool", "is_error", "label", "label_source")
     extra = 0
     show_change_link = True
 

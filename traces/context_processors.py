@@ -4,12 +4,12 @@ from typing import Any
 
 from django.http import HttpRequest
 
+from traces.http import is_signed_in
 from traces.views import dashboard_for
 
 
 def dashboard(request: HttpRequest) -> dict[str, Any]:
-    user = getattr(request, "user", None)
-    if user is None or not user.is_authenticated:
+    if not is_signed_in(request):
         return {}
     state = dashboard_for(request)
     return {

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.contrib.postgres.search import SearchQuery
 from django.db.models import Case, Count, Exists, OuterRef, Prefetch, QuerySet, When
 from django.db.models.functions import TruncDate
@@ -118,7 +118,7 @@ class ProjectAccess:
         return self.role == Membership.Role.ADMIN
 
 
-def project_access_list(*, user: AbstractBaseUser) -> list[ProjectAccess]:
+def project_access_list(*, user: User) -> list[ProjectAccess]:
     """The projects a user belongs to (all of them for a superuser), by name; one query."""
     if not user.is_authenticated or not user.is_active:
         return []
@@ -342,7 +342,7 @@ class QueueReason:
     }
 
 
-def queue_candidates(*, project: Project, user: AbstractBaseUser | None = None) -> QuerySet[Trace]:
+def queue_candidates(*, project: Project, user: User | None = None) -> QuerySet[Trace]:
     """Complete traces with machine labels no person has confirmed yet, most urgent first.
 
     Traces another reviewer holds with a live claim are left out; a lapsed claim holds nothing.
@@ -377,7 +377,7 @@ def queue_candidates(*, project: Project, user: AbstractBaseUser | None = None) 
     )
 
 
-def queue_overview(*, project: Project, user: AbstractBaseUser, limit: int = 20) -> dict[str, Any]:
+def queue_overview(*, project: Project, user: User, limit: int = 20) -> dict[str, Any]:
     candidates = queue_candidates(project=project, user=user)
     rows = list(candidates.only(*LIST_COLUMNS)[:limit])
     for row in rows:
@@ -386,7 +386,7 @@ def queue_overview(*, project: Project, user: AbstractBaseUser, limit: int = 20)
     return {"items": rows, "count": count, "is_count_capped": capped}
 
 
-def claim_open_for(*, user: AbstractBaseUser, project: Project | None = None) -> ReviewClaim | None:
+def claim_open_for(*, user: User, project: Project | None = None) -> ReviewClaim | None:
     """The user's live claim, if any (in `project` when given)."""
     claims = ReviewClaim.objects.filter(
         user=user, finished_at__isnull=True, released_at__isnull=True,

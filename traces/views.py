@@ -11,7 +11,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -28,6 +28,7 @@ from traces.forms import (
     RelabelForm,
     TraceFilterForm,
 )
+from traces.http import AuthedRequest
 from traces.models import ApiKey, Membership, ReviewClaim, Step, Trace
 from traces.pagination import decode_cursor
 from traces.selectors import ProjectAccess
@@ -48,7 +49,7 @@ class Dashboard:
     projects: list = field(default_factory=list)
 
 
-def dashboard_for(request: HttpRequest) -> Dashboard:
+def dashboard_for(request: AuthedRequest) -> Dashboard:
     """The user's projects and the one being worked on (kept in the session); once per request."""
     cached = getattr(request, "_hindsight_dashboard", None)
     if cached is not None:
@@ -71,7 +72,7 @@ def project_page(*, admin: bool = False) -> Callable:
     def decorate(view: Callable) -> Callable:
         @login_required
         @wraps(view)
-        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        def wrapper(request: AuthedRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             access = dashboard_for(request).current
             if access is None:
                 return render(request, "traces/no_project.html", status=403)
@@ -84,7 +85,7 @@ def project_page(*, admin: bool = False) -> Callable:
     return decorate
 
 
-def _get_trace_for_user(request: HttpRequest, trace_id: int) -> Trace:
+def _get_trace_for_user(request: AuthedRequest, trace_id: int) -> Trace:
     """A trace of one of the user's projects, or 404 (never 403: ids of others stay unknown)."""
     trace = (
         Trace.objects.filter(pk=trace_id, project__in=dashboard_for(request).projects)
@@ -96,7 +97,7 @@ def _get_trace_for_user(request: HttpRequest, trace_id: int) -> Trace:
     return trace
 
 
-def page_cursor(request: HttpRequest) -> str | None:
+def page_cursor(request: AuthedRequest) -> str | None:
     """The page cursor if it is well-formed; a mangled one shows the first page."""
     cursor = request.GET.get("cursor") or None
     if cursor is None:
@@ -109,7 +110,7 @@ def page_cursor(request: HttpRequest) -> str | None:
 
 
 def render_page_or_partial(
-    request: HttpRequest, template: str, partial: str, context: dict
+    request: AuthedRequest, template: str, partial: str, context: dict
 ) -> HttpResponse:
     """The partial for htmx, the whole page otherwise (never cached across the two)."""
     name = f"{template}#{partial}" if request.htmx and not request.htmx.boosted else template
@@ -123,14 +124,14 @@ def render_page_or_partial(
 
 @require_POST
 @login_required
-def project_switch(request: HttpRequest) -> HttpResponse:
+def project_switch(request: AuthedRequest) -> HttpResponse:
     wanted = int(request.POST.get("project") or 0)
     if any(a.project.pk == wanted for a in dashboard_for(request).accesses):
         request.session[SESSION_PROJECT] = wanted
     return redirect_to_next(request, reverse("traces:list"))
 
 
-def redirect_to_next(request: HttpRequest, default: str) -> HttpResponse:
+def redirect_to_next(request: AuthedRequest, default: str) -> HttpResponse:
     """Post/redirect/get to the form's `next` when it is a local URL, else to `default`."""
     next_url = request.POST.get("next") or default
     if not url_has_allowed_host_and_scheme(next_url, {request.get_host()}):
@@ -143,7 +144,7 @@ def redirect_to_next(request: HttpRequest, default: str) -> HttpResponse:
 
 @require_GET
 @project_page()
-def trace_list(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
+def trace_list(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     form = TraceFilterForm(request.GET)
     result = selectors.trace_list_page(
         project=access.project,
@@ -164,7 +165,7 @@ def trace_list(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
     return render_page_or_partial(request, "traces/list.html", "results", context)
 
 
-def _inspector_context(request: HttpRequest, trace: Trace) -> dict[str, Any]:
+def _inspector_context(request: AuthedRequest, trace: Trace) -> dict[str, Any]:
     claim = selectors.claim_open_for(user=request.user, project=trace.project)
     return {
         "trace": trace,
@@ -179,7 +180,7 @@ def _inspector_context(request: HttpRequest, trace: Trace) -> dict[str, Any]:
 
 @require_GET
 @login_required
-def trace_detail(request: HttpRequest, trace_id: int) -> HttpResponse:
+def trace_detail(request: AuthedRequest, trace_id: int) -> HttpResponse:
     trace = selectors.trace_inspect(trace_id=trace_id, projects=dashboard_for(request).projects)
     if trace is None:
         raise Http404("trace not found")
@@ -188,7 +189,7 @@ def trace_detail(request: HttpRequest, trace_id: int) -> HttpResponse:
 
 @require_GET
 @login_required
-def step_raw(request: HttpRequest, trace_id: int, index: int) -> HttpResponse:
+def step_raw(request: AuthedRequest, trace_id: int, index: int) -> HttpResponse:
     trace = _get_trace_for_user(request, trace_id)
     step = Step.objects.filter(trace=trace, index=index).only("index", "observation_raw").first()
     if step is None:
@@ -200,7 +201,7 @@ def step_raw(request: HttpRequest, trace_id: int, index: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def step_label(request: HttpRequest, trace_id: int, index: int) -> HttpResponse:
+def step_label(request: AuthedRequest, trace_id: int, index: int) -> HttpResponse:
     trace = _get_trace_for_user(request, trace_id)
     form = RelabelForm(request.POST)
     if not form.is_valid():
@@ -227,7 +228,7 @@ def step_label(request: HttpRequest, trace_id: int, index: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def trace_accept(request: HttpRequest, trace_id: int) -> HttpResponse:
+def trace_accept(request: AuthedRequest, trace_id: int) -> HttpResponse:
     trace = _get_trace_for_user(request, trace_id)
     seen = selectors.parse_label_versions(request.POST.get("versions", ""))
     result = labels.trace_accept_all(trace=trace, seen_versions=seen, user=request.user)
@@ -236,7 +237,7 @@ def trace_accept(request: HttpRequest, trace_id: int) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
-def _say_accepted(request: HttpRequest, result: labels.AcceptResult) -> None:
+def _say_accepted(request: AuthedRequest, result: labels.AcceptResult) -> None:
     messages.success(request, f"{len(result.accepted)} machine label(s) confirmed.")
     if result.skipped:
         skipped = ", ".join(str(i) for i in result.skipped)
@@ -245,7 +246,7 @@ def _say_accepted(request: HttpRequest, result: labels.AcceptResult) -> None:
 
 @require_GET
 @login_required
-def trace_compare(request: HttpRequest) -> HttpResponse:
+def trace_compare(request: AuthedRequest) -> HttpResponse:
     ids = [request.GET.get("a", ""), request.GET.get("b", "")]
     if not all(i.isdigit() for i in ids):
         return render(request, "traces/compare_pick.html", {"a": ids[0], "b": ids[1]})
@@ -262,7 +263,7 @@ def trace_compare(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @project_page()
-def queue(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
+def queue(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     overview = selectors.queue_overview(project=access.project, user=request.user)
     claim = selectors.claim_open_for(user=request.user, project=access.project)
     return render(request, "traces/queue.html", {**overview, "claim": claim})
@@ -270,7 +271,7 @@ def queue(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
 
 @require_POST
 @project_page()
-def queue_claim(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
+def queue_claim(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     claim = review_claims.claim_next(project=access.project, user=request.user)
     if claim is None:
         messages.success(request, "The queue is empty: nothing needs a person right now.")
@@ -278,7 +279,7 @@ def queue_claim(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
     return redirect("traces:detail", trace_id=claim.trace_id)
 
 
-def _get_claim_for_user(request: HttpRequest, claim_id: int) -> ReviewClaim:
+def _get_claim_for_user(request: AuthedRequest, claim_id: int) -> ReviewClaim:
     claim = (
         ReviewClaim.objects.filter(
             pk=claim_id, user=request.user, project__in=dashboard_for(request).projects
@@ -293,7 +294,7 @@ def _get_claim_for_user(request: HttpRequest, claim_id: int) -> ReviewClaim:
 
 @require_POST
 @login_required
-def queue_finish(request: HttpRequest, claim_id: int) -> HttpResponse:
+def queue_finish(request: AuthedRequest, claim_id: int) -> HttpResponse:
     claim = _get_claim_for_user(request, claim_id)
     seen = selectors.parse_label_versions(request.POST.get("versions", ""))
     try:
@@ -311,7 +312,7 @@ def queue_finish(request: HttpRequest, claim_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def queue_release(request: HttpRequest, claim_id: int) -> HttpResponse:
+def queue_release(request: AuthedRequest, claim_id: int) -> HttpResponse:
     review_claims.claim_release(claim=_get_claim_for_user(request, claim_id))
     return redirect("traces:queue")
 
@@ -321,7 +322,7 @@ def queue_release(request: HttpRequest, claim_id: int) -> HttpResponse:
 
 @require_GET
 @project_page(admin=True)
-def audit(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
+def audit(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     form = AuditFilterForm(request.GET)
     page = selectors.audit_list(
         project=access.project, cursor=page_cursor(request), **form.values()
@@ -348,13 +349,13 @@ def _settings_context(access: ProjectAccess, **extra: Any) -> dict[str, Any]:
 
 @require_GET
 @project_page(admin=True)
-def project_settings(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
+def project_settings(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     return render(request, "traces/settings.html", _settings_context(access))
 
 
 @require_POST
 @project_page(admin=True)
-def api_key_create(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
+def api_key_create(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     form = ApiKeyForm(request.POST)
     if not form.is_valid():
         return render(request, "traces/settings.html", _settings_context(access, key_form=form))
@@ -370,7 +371,7 @@ def api_key_create(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
 
 @require_POST
 @project_page(admin=True)
-def api_key_revoke(request: HttpRequest, access: ProjectAccess, key_id: int) -> HttpResponse:
+def api_key_revoke(request: AuthedRequest, access: ProjectAccess, key_id: int) -> HttpResponse:
     key = ApiKey.objects.filter(pk=key_id, project=access.project).first()
     if key is None:
         raise Http404("key not found")
@@ -381,7 +382,7 @@ def api_key_revoke(request: HttpRequest, access: ProjectAccess, key_id: int) -> 
 
 @require_POST
 @project_page(admin=True)
-def member_add(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
+def member_add(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     form = MemberAddForm(request.POST)
     if form.is_valid():
         try:
@@ -407,7 +408,9 @@ def _get_membership(access: ProjectAccess, membership_id: int) -> Membership:
 
 @require_POST
 @project_page(admin=True)
-def member_update(request: HttpRequest, access: ProjectAccess, membership_id: int) -> HttpResponse:
+def member_update(
+    request: AuthedRequest, access: ProjectAccess, membership_id: int
+) -> HttpResponse:
     membership = _get_membership(access, membership_id)
     try:
         if request.POST.get("remove"):
@@ -426,7 +429,7 @@ def member_update(request: HttpRequest, access: ProjectAccess, membership_id: in
 
 @require_GET
 @project_page()
-def stats(request: HttpRequest, access: ProjectAccess) -> HttpResponse:
+def stats(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     return render(
         request, "traces/stats.html", {"stats": selectors.project_stats(project=access.project)}
     )

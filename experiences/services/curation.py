@@ -8,7 +8,7 @@ candidate.
 from functools import partial
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -37,7 +37,7 @@ def _locked(experience_id: int) -> Experience:
     return experience
 
 
-def experience_set_status(*, experience_id: int, status: str, user: AbstractBaseUser) -> Experience:
+def experience_set_status(*, experience_id: int, status: str, user: User) -> Experience:
     with transaction.atomic():
         experience = _locked(experience_id)
         if status == experience.status:
@@ -66,7 +66,7 @@ def experience_set_scope(
     environments: list[str],
     agents: list[str],
     users: list[str],
-    user: AbstractBaseUser,
+    user: User,
 ) -> Experience:
     clean = [
         sorted({v.strip().lower() for v in environments if v.strip()}),
@@ -96,7 +96,7 @@ def experience_set_scope(
 
 
 def experience_edit(
-    *, experience_id: int, advice: str, user: AbstractBaseUser, scene: dict[str, Any] | None = None
+    *, experience_id: int, advice: str, user: User, scene: dict[str, Any] | None = None
 ) -> Experience:
     """A person rewrites the advice (maybe the scene): a new version, re-embedded, re-deduped."""
     from experiences.embeddings import embed_in_batches, get_embedder
@@ -151,7 +151,7 @@ def experience_edit(
     return experience
 
 
-def experience_vote(*, experience_id: int, user: AbstractBaseUser, value: int) -> Experience:
+def experience_vote(*, experience_id: int, user: User, value: int) -> Experience:
     """+1, -1, or 0 to withdraw; one vote per person, reflected in upvotes/downvotes."""
     if value not in (1, -1, 0):
         raise InvalidInput("a vote is +1, -1 or 0")
@@ -179,7 +179,7 @@ def experience_vote(*, experience_id: int, user: AbstractBaseUser, value: int) -
 def proposal_decide(
     *,
     proposal_id: int,
-    user: AbstractBaseUser,
+    user: User,
     merge: bool,
     advice: str | None = None,
     keep: str = "first",

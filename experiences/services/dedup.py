@@ -22,7 +22,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -140,7 +140,7 @@ def experience_merge(
     similarity: float,
     kind: str,
     advice: str | None = None,
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
 ) -> ExperienceMerge:
     """Merge `absorbed` into `survivor`; `advice` is the wording to keep (default: the more
     specific of the two)."""
@@ -152,7 +152,7 @@ def experience_merge(
             raise Conflict("one of these experiences was already merged into another")
         if survivor.project_id != absorbed.project_id:
             raise Conflict("experiences of different projects cannot be merged")
-        before = {
+        before: dict[str, Any] = {
             "survivor": _snapshot(survivor),
             "absorbed": _snapshot(absorbed),
             "moved_sources": [],
@@ -249,9 +249,7 @@ def _version_note(experience: Experience, reason: str) -> None:
     )
 
 
-def experience_merge_undo(
-    *, merge_id: int, user: AbstractBaseUser | None = None
-) -> ExperienceMerge:
+def experience_merge_undo(*, merge_id: int, user: User | None = None) -> ExperienceMerge:
     """Restore both experiences and their provenance as they were before the merge."""
     with transaction.atomic():
         merge = ExperienceMerge.objects.select_for_update().filter(pk=merge_id).first()

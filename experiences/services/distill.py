@@ -6,8 +6,9 @@ the transaction that stores labels, reviews and experiences stays short.
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from django.db import transaction
 from django.utils import timezone
@@ -19,7 +20,7 @@ from traces.models import Review, Step, Trace
 from traces.observations import as_text
 from traces.review.heuristic import build_template
 from traces.review.service import review_request, step_view, trace_view
-from traces.review.types import ReviewOutcome, StepJudgement, StepView, TraceView, Window
+from traces.review.types import Label, ReviewOutcome, StepJudgement, StepView, TraceView, Window
 
 MAX_PATTERN_SOURCES = 20
 
@@ -59,7 +60,9 @@ def _polarity(trace: TraceView) -> str:
     return "success" if trace.outcome in ("success", "partial") else "failure"
 
 
-def _path(trace: TraceView, steps: list[StepView], labels: dict[int, str]) -> list[dict[str, Any]]:
+def _path(
+    trace: TraceView, steps: list[StepView], labels: Mapping[int, str]
+) -> list[dict[str, Any]]:
     return [
         {
             "trace_id": trace.id,
@@ -79,7 +82,7 @@ def experience_draft(
     steps: list[StepView],
     window: Window,
     advice: str,
-    labels: dict[int, str],
+    labels: Mapping[int, str],
     source: str,
 ) -> ExperienceDraft:
     polarity = _polarity(trace) if window.kind == "full" else "failure"
@@ -95,7 +98,7 @@ def experience_draft(
 
 
 def pattern_drafts(
-    *, trace: TraceView, steps: list[StepView], labels: dict[int, str]
+    *, trace: TraceView, steps: list[StepView], labels: Mapping[int, str]
 ) -> list[PatternDraft]:
     drafts = []
     for step in steps:
@@ -296,7 +299,8 @@ def experience_rederive(*, trace_id: int) -> list[Experience]:
     judgements = {
         s.index: StepJudgement(
             index=s.index,
-            label=s.label,
+            # every step has a label here (checked above), one of Label (traces_step_label_valid)
+            label=cast(Label, s.label),
             reason=s.label_reason or "-",
             confidence=s.label_confidence or 1.0,
         )

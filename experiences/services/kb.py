@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
@@ -87,7 +87,7 @@ def _llm_body(key: str, experiences: list[Experience]) -> str | None:
 def kb_rebuild(
     *,
     project: Project,
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> list[KbArticle]:
     """Regenerate the articles from the currently promoted experiences.
@@ -223,7 +223,7 @@ def _status_save_quietly(project_id: int, rebuild: KbRebuild) -> None:
         logger.warning("kb rebuild %s: status not saved (Redis unreachable)", rebuild.id)
 
 
-def kb_rebuild_request(*, project: Project, user: AbstractBaseUser) -> tuple[KbRebuild, bool]:
+def kb_rebuild_request(*, project: Project, user: User) -> tuple[KbRebuild, bool]:
     """Queue a rebuild of the project's articles; (the rebuild, whether it was queued now).
 
     While one is queued or running, that one is returned instead. Raises KbRebuildUnavailable
@@ -333,7 +333,7 @@ def _run(project: Project, queued: KbRebuild, user_id: int | None) -> str:
 
 
 def kb_article_edit(
-    *, project: Project, article_id: int, title: str, body: str, user: AbstractBaseUser
+    *, project: Project, article_id: int, title: str, body: str, user: User
 ) -> KbArticle:
     if not title.strip() or not body.strip():
         raise InvalidInput("an article needs a title and a body")

@@ -71,7 +71,7 @@ _INLINE = [
 
 
 def _inline(text: str) -> str:
-    html = escape(reveal(text))
+    html: str = escape(reveal(text))  # plain str once the tags are substituted in
     for pattern, replacement in _INLINE:
         html = pattern.sub(replacement, html)
     return html

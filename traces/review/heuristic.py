@@ -28,6 +28,7 @@ from traces.observations import as_text
 from traces.review.compression import estimate_tokens
 from traces.review.triggers import call_key
 from traces.review.types import (
+    Label,
     ReviewOutcome,
     ReviewRequest,
     ReviewTemplate,
@@ -112,7 +113,7 @@ def label_steps(request: ReviewRequest) -> dict[int, StepJudgement]:
     steps, trace = request.steps, request.trace
     judged: dict[int, StepJudgement] = {}
 
-    def judge(step: StepView, label: str, reason: str, confidence: float) -> None:
+    def judge(step: StepView, label: Label, reason: str, confidence: float) -> None:
         judged[step.index] = StepJudgement(
             index=step.index, label=label, reason=reason, confidence=confidence
         )

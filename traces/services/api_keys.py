@@ -3,7 +3,7 @@
 import secrets
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -32,7 +32,7 @@ def api_key_create(
     project: Project,
     scopes: list[str],
     name: str = "",
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
 ) -> NewApiKey:
     valid = set(ApiKey.Scope.values)
     unknown = sorted(set(scopes) - valid)
@@ -63,7 +63,7 @@ def api_key_create(
     return NewApiKey(key=key, raw=raw)
 
 
-def api_key_revoke(*, key: ApiKey, user: AbstractBaseUser | None = None) -> ApiKey:
+def api_key_revoke(*, key: ApiKey, user: User | None = None) -> ApiKey:
     if key.revoked_at is not None:
         return key
     with transaction.atomic():

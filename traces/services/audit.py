@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from traces.models import ApiKey, AuditEvent, Project
 
@@ -13,7 +13,7 @@ def audit_event(
     object_type: str,
     object_id: Any,
     project: Project | None = None,
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
     api_key: ApiKey | None = None,
     before: Any = None,
     after: Any = None,

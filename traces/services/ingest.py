@@ -2,10 +2,11 @@
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import Any, Protocol, cast
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -73,7 +74,22 @@ def step_values(*, trace: Trace, step: StepIn, digest: str) -> dict[str, Any]:
     )
 
 
-def trace_count_steps(trace: Trace, steps: list[Step]) -> None:
+class StepFacts(Protocol):
+    """What the trace's counters and timing read: a stored Step or an incoming StepIn."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def tool(self) -> str: ...
+    @property
+    def is_error(self) -> bool: ...
+    @property
+    def started_at(self) -> datetime | None: ...
+    @property
+    def duration_ms(self) -> int | None: ...
+
+
+def trace_count_steps(trace: Trace, steps: Sequence[StepFacts]) -> None:
     """Add `steps` to the trace's counters and tool set (steps may arrive in several appends)."""
     tools = list(trace.tools)
     for step in steps:
@@ -87,14 +103,14 @@ def trace_count_steps(trace: Trace, steps: list[Step]) -> None:
     trace.tools = tools
 
 
-def trace_set_timing(trace: Trace, steps: list[Step]) -> None:
+def trace_set_timing(trace: Trace, steps: Sequence[StepFacts]) -> None:
     """Fill missing start/end from the steps' own timestamps; duration from the two."""
-    timed = [s for s in steps if s.started_at is not None]
+    timed = [(s.started_at, s.duration_ms or 0) for s in steps if s.started_at is not None]
     if trace.started_at is None and timed:
-        trace.started_at = min(s.started_at for s in timed)  # type: ignore[type-var]
+        trace.started_at = min(started_at for started_at, _ in timed)
     if trace.ended_at is None and timed:
-        last = max(timed, key=lambda s: s.started_at)  # type: ignore[arg-type,return-value]
-        trace.ended_at = last.started_at + timedelta(milliseconds=last.duration_ms or 0)  # type: ignore[operator]
+        last_started_at, last_duration_ms = max(timed, key=lambda t: t[0])
+        trace.ended_at = last_started_at + timedelta(milliseconds=last_duration_ms)
     if trace.started_at and trace.ended_at and trace.ended_at >= trace.started_at:
         trace.duration_ms = int((trace.ended_at - trace.started_at).total_seconds() * 1000)
 
@@ -310,7 +326,8 @@ def steps_copy(rows) -> None:
     fields = [f for f in Step._meta.concrete_fields if not f.primary_key]
     defaults = {f.attname: f.get_default() for f in fields}
     json_fields = {f.attname for f in fields if f.get_internal_type() == "JSONField"}
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    # a concrete field always has a column; the stubs type Field.column `str | None` for all
+    columns = ", ".join(connection.ops.quote_name(cast(str, f.column)) for f in fields)
     with connection.cursor() as cursor:
         with cursor.cursor.copy(f"COPY {Step._meta.db_table} ({columns}) FROM STDIN") as copy:
             for trace, values in rows:

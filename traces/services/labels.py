@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -57,7 +57,7 @@ def step_relabel(
     label: str,
     reason: str,
     expected_version: int,
-    user: AbstractBaseUser,
+    user: User,
 ) -> Step:
     """Set one step's label as a human decision; LabelConflict when the version is stale."""
     if label not in Step.Label.values:
@@ -83,7 +83,7 @@ def step_relabel(
         now = timezone.now()
         step.label, step.label_source, step.label_reason = label, Step.LabelSource.HUMAN, reason
         step.label_confidence = None
-        step.labelled_by, step.labelled_at = user, now  # type: ignore[assignment]
+        step.labelled_by, step.labelled_at = user, now
         step.label_version += 1
         step.full_clean(validate_constraints=False)
         step.save(update_fields=[
@@ -109,9 +109,7 @@ class AcceptResult:
     skipped: list[int]  # changed since the reviewer saw them: left as they are
 
 
-def trace_accept_all(
-    *, trace: Trace, seen_versions: dict[int, int], user: AbstractBaseUser
-) -> AcceptResult:
+def trace_accept_all(*, trace: Trace, seen_versions: dict[int, int], user: User) -> AcceptResult:
     """Confirm the machine labels the reviewer saw (`{index: version}`) as human decisions.
 
     A step whose version moved on since (the machine re-reviewed, or another person relabelled)

@@ -1,7 +1,7 @@
 """Project members and their roles, changed by project admins; every change is audited."""
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
 from traces.errors import Conflict, InvalidInput, NotFound
@@ -17,9 +17,7 @@ def _admins_left(project: Project, *, without: Membership) -> int:
     )
 
 
-def membership_add(
-    *, project: Project, username: str, role: str, actor: AbstractBaseUser
-) -> Membership:
+def membership_add(*, project: Project, username: str, role: str, actor: User) -> Membership:
     user = get_user_model().objects.filter(username=username.strip()).first()
     if user is None:
         raise NotFound(f"no user named '{username}'; a superuser creates accounts in /admin/")
@@ -37,9 +35,7 @@ def membership_add(
     return membership
 
 
-def membership_set_role(
-    *, membership: Membership, role: str, actor: AbstractBaseUser
-) -> Membership:
+def membership_set_role(*, membership: Membership, role: str, actor: User) -> Membership:
     if role not in Membership.Role.values:
         raise InvalidInput(f"role must be one of {', '.join(Membership.Role.values)}")
     if membership.role == role:
@@ -62,7 +58,7 @@ def membership_set_role(
     return membership
 
 
-def membership_remove(*, membership: Membership, actor: AbstractBaseUser) -> None:
+def membership_remove(*, membership: Membership, actor: User) -> None:
     with transaction.atomic():
         membership = (
             Membership.objects.select_for_update().select_related("user").get(pk=membership.pk)

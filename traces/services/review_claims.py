@@ -8,7 +8,7 @@ next claim, so nothing stays stuck behind a reviewer who walked away.
 from datetime import timedelta
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -28,7 +28,7 @@ def claims_release_lapsed(*, project: Project) -> int:
     ).update(released_at=timezone.now())  # fmt: skip
 
 
-def claim_next(*, project: Project, user: AbstractBaseUser) -> ReviewClaim | None:
+def claim_next(*, project: Project, user: User) -> ReviewClaim | None:
     """The user's live claim, else a new claim on the most urgent unclaimed trajectory."""
     current = claim_open_for(user=user, project=project)
     if current is not None:
@@ -52,9 +52,7 @@ def claim_next(*, project: Project, user: AbstractBaseUser) -> ReviewClaim | Non
     return None
 
 
-def claim_finish(
-    *, claim: ReviewClaim, user: AbstractBaseUser, seen_versions: dict[int, int]
-) -> AcceptResult:
+def claim_finish(*, claim: ReviewClaim, user: User, seen_versions: dict[int, int]) -> AcceptResult:
     """Confirm the remaining machine labels the reviewer saw, and close the claim."""
     with transaction.atomic():
         claim = (
