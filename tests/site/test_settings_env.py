@@ -117,10 +117,11 @@ def test_database_settings_read_a_tcp_url():
 # ---------------------------------------------------------------------------- embedded server
 
 
-def test_the_embedded_server_runs_with_its_own_settings(django_db_blocker):
+@pytest.mark.django_db
+def test_the_embedded_server_runs_with_its_own_settings():
     from django.db import connection
 
-    with django_db_blocker.unblock(), connection.cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute("SHOW shared_buffers")
         (value,) = cursor.fetchone()
     assert value == os.environ.get("HINDSIGHT_PG_SHARED_BUFFERS", "1GB")
