@@ -477,7 +477,9 @@ def kb_rebuild_status(request: AuthedRequest, access: ProjectAccess) -> HttpResp
     response = render(request, f"{KB}#rebuild", context)
     response.headers["Vary"] = "HX-Request"
     if context["rebuild"] is not None and context["rebuild"].state == kb.DONE:
-        response.headers["HX-Refresh"] = "true"  # only a page that was polling asks: reload it
+        # Only a page that was polling asks. experiences.js reloads it to show the new articles,
+        # unless an article is being edited there (a reload would lose the unsaved text).
+        response.headers["HX-Trigger-After-Swap"] = "kb-rebuilt"
     return response
 
 

@@ -45,6 +45,19 @@
     }
   });
 
+  // A knowledge-base rebuild this page was following has finished: reload to show the new
+  // articles, unless an article is being edited here (a reload would lose the unsaved text);
+  // then the status line offers the reload instead.
+  document.addEventListener("kb-rebuilt", function () {
+    if (document.querySelector("article.kb-article.editing")) {
+      document.querySelectorAll("[data-reload-hint]").forEach(function (hint) {
+        hint.hidden = false;
+      });
+      return;
+    }
+    window.location.reload();
+  });
+
   document.addEventListener("DOMContentLoaded", refresh);
   document.addEventListener("htmx:afterSettle", refresh);
 })();

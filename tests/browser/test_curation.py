@@ -6,7 +6,12 @@ import pytest
 from playwright.sync_api import expect
 
 from experiences.models import Experience, ExperienceMerge, KbArticle, MergeProposal
-from tests.experience_pages.conftest import make_experience, make_proposal  # noqa: F401 - fixtures
+from experiences.services import kb
+from tests.experience_pages.conftest import (  # noqa: F401 - fixtures
+    make_experience,
+    make_proposal,
+    run_queued_rebuild,
+)
 from tests.pages.conftest import admin_user, make_trace, reviewer  # noqa: F401 - fixtures
 from traces.models import AuditEvent
 
@@ -255,6 +260,29 @@ def test_a_reviewer_votes_and_an_admin_publishes_the_knowledge_base(
     assert download.value.suggested_filename == "acme-kb.jsonl"
     rita_context.close()
     ada_context.close()
+
+
+def test_a_finished_rebuild_does_not_reload_over_an_article_being_edited(
+    page, live_server, login, admin_user, project, make_experience, run_queued_rebuild, shot,  # noqa: F811
+):  # fmt: skip
+    make_experience(
+        project, status="promoted", tools=["docker_logs"], advice="Read docker_logs first."
+    )
+    kb.kb_rebuild(project=project)  # an article to edit
+    article = KbArticle.objects.get()
+    login(page.context, admin_user)
+
+    page.goto(live_server.url + "/kb/")
+    page.get_by_role("button", name="Rebuild from promoted experiences").click()
+    expect(page.get_by_text("waiting for a worker")).to_be_visible()  # the page follows it
+    page.locator(f"#article-{article.pk}").get_by_role("button", name="Edit").click()
+    page.get_by_label("Title").fill("A title not saved yet")
+    run_queued_rebuild(project)  # the worker's side of the queued task
+
+    expect(page.get_by_text("Knowledge base rebuilt: 1 article.")).to_be_visible()
+    expect(page.get_by_role("link", name="Reload to see the new articles")).to_be_visible()
+    expect(page.get_by_label("Title")).to_have_value("A title not saved yet")
+    shot(page, "curation-13-kb-rebuilt-while-editing")
 
 
 def test_empty_pages_say_where_things_come_from(page, live_server, login, admin_user, shot):  # noqa: F811

@@ -71,15 +71,16 @@ def test_the_status_partial_shows_the_progress(client_for, reviewer, project, qu
     assert "<html" not in body and "HX-Request" in response["Vary"]
     assert "Rebuilding: 1 of 3 articles written." in body
     assert '<progress value="1" max="3"' in body
-    assert "HX-Refresh" not in response.headers
+    assert "HX-Trigger-After-Swap" not in response.headers
 
 
-def test_a_finished_rebuild_reloads_the_polling_page(client_for, admin_user, project, queued):
+def test_a_finished_rebuild_tells_the_polling_page(client_for, admin_user, project, queued):
     put_status(project, replace(queued, state="done", done=3, total=3, articles=3))
 
     response = client_for(admin_user).get(STATUS, headers=HTMX)
 
-    assert response["HX-Refresh"] == "true"
+    # experiences.js reloads the page on this event, unless an article is being edited there
+    assert response["HX-Trigger-After-Swap"] == "kb-rebuilt"
     assert "Knowledge base rebuilt: 3 articles." in response.content.decode()
     assert "hx-trigger" not in response.content.decode()  # polling stops
 
@@ -232,7 +233,8 @@ def test_the_page_follows_a_rebuild_through_a_real_worker(
 
     client.post("/kb/rebuild/")
     finished = wait_until(
-        lambda: (r := client.get(STATUS, headers=HTMX)).has_header("HX-Refresh") and r, timeout=30
+        lambda: (r := client.get(STATUS, headers=HTMX)).has_header("HX-Trigger-After-Swap") and r,
+        timeout=30,
     )
     page = client.get("/kb/").content.decode()
 
