@@ -22,7 +22,9 @@ def env_str(name: str, default: str) -> str:
     return default if value is None or value == "" else value
 
 
-def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+def env_int(
+    name: str, default: int, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
     value = _raw(name)
     if value is None or value == "":
         return default
@@ -32,6 +34,8 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
         raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
     if minimum is not None and number < minimum:
         raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {number}")
+    if maximum is not None and number > maximum:
+        raise ImproperlyConfigured(f"{name} must be at most {maximum}, got {number}")
     return number
 
 

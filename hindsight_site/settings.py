@@ -101,7 +101,7 @@ DATABASES = {
         # the exact top 5 more often at ~the same cost (bench/recall.py prints the agreement).
         "OPTIONS": {
             "options": "-c hnsw.iterative_scan=relaxed_order "
-            f"-c hnsw.ef_search={env_int('HINDSIGHT_HNSW_EF_SEARCH', 100, minimum=1)}"
+            f"-c hnsw.ef_search={env_int('HINDSIGHT_HNSW_EF_SEARCH', 100, minimum=1, maximum=1000)}"
         },
     }
 }

@@ -47,6 +47,12 @@ def test_env_int_names_the_variable_when_it_is_below_the_minimum(monkeypatch):
         env_int("HINDSIGHT_TEST_INT", 3, minimum=0)
 
 
+def test_env_int_names_the_variable_when_it_is_above_the_maximum(monkeypatch):
+    monkeypatch.setenv("HINDSIGHT_HNSW_EF_SEARCH", "2000")
+    with pytest.raises(ImproperlyConfigured, match="HINDSIGHT_HNSW_EF_SEARCH must be at most 1000"):
+        env_int("HINDSIGHT_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)
+
+
 def test_env_float_names_the_variable_when_it_is_not_a_number(monkeypatch):
     monkeypatch.setenv("HINDSIGHT_TEST_FLOAT", "half")
     with pytest.raises(ImproperlyConfigured, match="HINDSIGHT_TEST_FLOAT must be a number"):
