@@ -5,7 +5,7 @@ from typing import Any
 from django.http import HttpRequest
 
 from traces.http import is_signed_in
-from traces.views import dashboard_for
+from traces.views.common import dashboard_for
 
 
 def dashboard(request: HttpRequest) -> dict[str, Any]:

@@ -140,7 +140,7 @@ def test_the_empty_library_says_where_experiences_come_from(client_for, admin_us
 
 def test_pages_follow_the_cursor(client_for, reviewer, project, make_experience, monkeypatch):
     made = [make_experience(project, advice=f"Advice number {i}.") for i in range(5)]
-    monkeypatch.setattr("experiences.views.PAGE_SIZE", 2)
+    monkeypatch.setattr("experiences.views.library.PAGE_SIZE", 2)
     client = client_for(reviewer)
 
     first = client.get("/experiences/").context["result"].page

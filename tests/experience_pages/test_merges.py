@@ -294,7 +294,7 @@ def test_history_pages_come_as_a_partial(
             similarity=0.9,
             kind="auto",
         )
-    monkeypatch.setattr("experiences.views.HISTORY_PAGE_SIZE", 2)
+    monkeypatch.setattr("experiences.views.merges.HISTORY_PAGE_SIZE", 2)
     client = client_for(admin_user)
 
     page = client.get("/merges/")

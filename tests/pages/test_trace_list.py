@@ -84,7 +84,7 @@ def test_an_invalid_filter_is_ignored_not_an_error(client_for, reviewer, project
 
 
 def test_pages_follow_the_cursor(client_for, reviewer, project, make_trace, monkeypatch):
-    monkeypatch.setattr("traces.views.PAGE_SIZE", 2)
+    monkeypatch.setattr("traces.views.trace_list.PAGE_SIZE", 2)
     traces = [make_trace(project, task=f"Task number {i}") for i in range(3)]
     client = client_for(reviewer)
 

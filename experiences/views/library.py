@@ -1,0 +1,242 @@
+"""The experience library: the list, inline edit / scope / status / vote on a row, bulk actions."""
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.http import Http404, HttpResponse, QueryDict
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from experiences import selectors
+from experiences.forms import (
+    BulkForm,
+    ExperienceEditForm,
+    ExperienceFilterForm,
+    ScopeForm,
+    StatusForm,
+    VoteForm,
+)
+from experiences.models import Experience
+from experiences.services import curation
+from experiences.views._shared import _forbidden, _get_experience_for_user
+from traces.errors import DomainError
+from traces.http import AuthedRequest
+from traces.selectors import ProjectAccess
+from traces.views.common import (
+    page_cursor,
+    project_page,
+    redirect_to_next,
+    render_page_or_partial,
+)
+
+PAGE_SIZE = 50
+LIBRARY = "experiences/library.html"
+
+
+@require_GET
+@project_page()
+def library(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
+    form = ExperienceFilterForm(request.GET)
+    result = selectors.experience_library_page(
+        project=access.project, filters=form.filters(), user=request.user,
+        cursor=page_cursor(request), limit=PAGE_SIZE,
+    )  # fmt: skip
+    query = request.GET.copy()
+    query.pop("cursor", None)
+    context = {
+        "form": form,
+        "result": result,
+        "query": query.urlencode(),
+        "is_filtered": form.is_filtered(),
+        "is_admin": access.is_admin,
+    }
+    return render_page_or_partial(request, LIBRARY, "results", context)
+
+
+def _row(
+    request: AuthedRequest, access: ProjectAccess, experience_id: int, **extra: Any
+) -> HttpResponse:
+    """One library row in its display state (after an inline change, or on cancel)."""
+    experience = selectors.experience_for_user(
+        projects=[access.project], experience_id=experience_id, light=True
+    )
+    if experience is None:
+        raise Http404("experience not found")
+    selectors.experience_mark_votes(user=request.user, experiences=[experience])
+    context = {"experience": experience, "is_admin": access.is_admin, **extra}
+    status = 409 if extra.get("error") else 200
+    response = render(request, f"{LIBRARY}#row", context, status=status)
+    response.headers["Vary"] = "HX-Request"
+    return response
+
+
+def _done(
+    request: AuthedRequest, experience: Experience, access: ProjectAccess, error: str = ""
+) -> HttpResponse:
+    """After an action on one experience: its row for htmx, else back where the form was."""
+    if request.htmx:
+        return _row(request, access, experience.pk, error=error)
+    if error:
+        messages.error(request, error)
+    return redirect_to_next(request, reverse("experiences:detail", args=[experience.pk]))
+
+
+@require_GET
+@login_required
+def experience_row(request: AuthedRequest, experience_id: int) -> HttpResponse:
+    experience, access = _get_experience_for_user(request, experience_id)
+    if not request.htmx:
+        return redirect("experiences:detail", experience_id=experience.pk)
+    return _row(request, access, experience.pk)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def experience_edit(request: AuthedRequest, experience_id: int) -> HttpResponse:
+    experience, access = _get_experience_for_user(request, experience_id)
+    if not access.is_admin:
+        return _forbidden(request)
+    if request.method == "GET":
+        form = ExperienceEditForm.for_experience(experience)
+        return _edit_form(request, experience, form)
+    form = ExperienceEditForm(request.POST, experience_id=experience.pk)
+    if not form.is_valid():
+        return _edit_form(request, experience, form, status=422)
+    try:
+        curation.experience_edit(
+            experience_id=experience.pk,
+            advice=form.cleaned_data["advice"],
+            scene=form.changed_scene(experience),
+            user=request.user,
+        )
+    except DomainError as failure:
+        return _done(request, experience, access, failure.detail)
+    return _done(request, experience, access)
+
+
+def _edit_form(
+    request: AuthedRequest, experience: Experience, form: ExperienceEditForm, status: int = 200
+):
+    if not request.htmx:
+        return render(
+            request,
+            "experiences/edit.html",
+            {"experience": experience, "form": form},
+            status=status,
+        )
+    return render(
+        request, f"{LIBRARY}#row_edit", {"experience": experience, "form": form}, status=status
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def experience_scope(request: AuthedRequest, experience_id: int) -> HttpResponse:
+    experience, access = _get_experience_for_user(request, experience_id)
+    if not access.is_admin:
+        return _forbidden(request)
+    if request.method == "GET":
+        return _scope_form(request, experience, ScopeForm.for_experience(experience))
+    form = ScopeForm(request.POST, experience_id=experience.pk)
+    if not form.is_valid():
+        return _scope_form(request, experience, form, status=422)
+    try:
+        curation.experience_set_scope(
+            experience_id=experience.pk, user=request.user, **form.cleaned_data
+        )
+    except DomainError as failure:
+        return _done(request, experience, access, failure.detail)
+    return _done(request, experience, access)
+
+
+def _scope_form(request: AuthedRequest, experience: Experience, form: ScopeForm, status: int = 200):
+    if not request.htmx:  # the detail page has the same form
+        return redirect(reverse("experiences:detail", args=[experience.pk]) + "#scope")
+    return render(
+        request, f"{LIBRARY}#row_scope", {"experience": experience, "form": form}, status=status
+    )
+
+
+@require_POST
+@login_required
+def experience_status(request: AuthedRequest, experience_id: int) -> HttpResponse:
+    experience, access = _get_experience_for_user(request, experience_id)
+    if not access.is_admin:
+        return _forbidden(request)
+    form = StatusForm(request.POST)
+    if not form.is_valid():
+        return _done(request, experience, access, "Choose one of the statuses.")
+    try:
+        curation.experience_set_status(
+            experience_id=experience.pk, status=form.cleaned_data["status"], user=request.user
+        )
+    except DomainError as failure:
+        return _done(request, experience, access, failure.detail)
+    return _done(request, experience, access)
+
+
+@require_POST
+@login_required
+def experience_vote(request: AuthedRequest, experience_id: int) -> HttpResponse:
+    """Reviewers and admins alike: +1, -1, or 0 to withdraw their vote."""
+    experience, access = _get_experience_for_user(request, experience_id)
+    form = VoteForm(request.POST)
+    if not form.is_valid():
+        return _done(request, experience, access, "A vote is up, down or withdrawn.")
+    try:
+        curation.experience_vote(
+            experience_id=experience.pk, user=request.user, value=form.cleaned_data["value"]
+        )
+    except DomainError as failure:
+        return _done(request, experience, access, failure.detail)
+    return _done(request, experience, access)
+
+
+@require_POST
+@project_page(admin=True)
+def experience_bulk(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
+    """One action on the selected rows; each row succeeds or is reported on its own."""
+    form = BulkForm(request.POST)
+    # the filters the list had, re-encoded: only a query string ever reaches the redirect
+    back = (
+        reverse("experiences:library") + "?" + QueryDict(request.POST.get("query", "")).urlencode()
+    )
+    if not form.is_valid():
+        messages.error(request, "Select at least one experience and an action.")
+        return redirect(back)
+    ids = selectors.experiences_of_project(project=access.project, ids=form.cleaned_data["ids"])
+    done, failed = _apply_to_each(ids, form.cleaned_data, request.user)
+    _say_bulk(request, form.cleaned_data["action"], done, failed)
+    return redirect(back)
+
+
+def _apply_to_each(
+    ids: list[int], data: dict[str, Any], user: User
+) -> tuple[list[int], dict[int, str]]:
+    done, failed = [], {}
+    scope = {name: data[name] for name in ("environments", "agents", "users")}
+    for experience_id in ids:
+        try:
+            if data["action"] == "scope":
+                curation.experience_set_scope(experience_id=experience_id, user=user, **scope)
+            else:
+                status = {"approve": "approved", "archive": "archived"}[data["action"]]
+                curation.experience_set_status(
+                    experience_id=experience_id, status=status, user=user
+                )
+        except DomainError as failure:
+            failed[experience_id] = failure.detail
+            continue
+        done.append(experience_id)
+    return done, failed
+
+
+def _say_bulk(request: AuthedRequest, action: str, done: list[int], failed: dict[int, str]) -> None:
+    verb = {"approve": "approved", "archive": "archived", "scope": "given the new scope"}[action]
+    if done:
+        messages.success(request, f"{len(done)} experience{'s' if len(done) != 1 else ''} {verb}.")
+    for experience_id, detail in failed.items():
+        messages.warning(request, f"#{experience_id} left as it was: {detail}.")

@@ -1,0 +1,120 @@
+"""The merge queue: proposals to decide (merge or dismiss), the history of merges and undo."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from experiences import selectors
+from experiences.forms import ProposalDecisionForm
+from experiences.models import MergeProposal
+from experiences.services import curation, dedup
+from experiences.views._shared import (
+    _forbidden,
+    _get_merge_for_user,
+    _get_proposal_for_user,
+)
+from traces.errors import DomainError
+from traces.http import AuthedRequest
+from traces.selectors import ProjectAccess
+from traces.views.common import (
+    page_cursor,
+    project_page,
+    redirect_to_next,
+    render_page_or_partial,
+)
+
+HISTORY_PAGE_SIZE = 20
+MERGES = "experiences/merges.html"
+
+
+def _say(request: AuthedRequest, error: str, success: str) -> None:
+    if error:
+        messages.error(request, error)
+    else:
+        messages.success(request, success)
+
+
+@require_GET
+@project_page()
+def merges(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
+    history = selectors.merge_history(
+        project=access.project, cursor=page_cursor(request), limit=HISTORY_PAGE_SIZE
+    )
+    context = {"history": history, "is_admin": access.is_admin}
+    if request.htmx and not request.htmx.boosted:
+        return render_page_or_partial(request, MERGES, "history", context)
+    queue = selectors.proposal_queue(project=access.project)
+    return render(request, MERGES, {**context, "queue": queue})
+
+
+@require_POST
+@login_required
+def proposal_decide(request: AuthedRequest, proposal_id: int) -> HttpResponse:
+    proposal, access = _get_proposal_for_user(request, proposal_id)
+    if not access.is_admin:
+        return _forbidden(request)
+    form = ProposalDecisionForm(request.POST)
+    error = (
+        ""
+        if form.is_valid()
+        else " ".join(str(e) for errors in form.errors.values() for e in errors)
+    )
+    if not error:
+        try:
+            proposal = curation.proposal_decide(
+                proposal_id=proposal.pk, user=request.user, **form.decision_kwargs()
+            )
+        except DomainError as failure:
+            error = failure.detail
+    if not request.htmx:
+        _say(request, error, _decided(proposal))
+        return redirect("experiences:merges")
+    return _proposal_card(request, proposal_id, access, error)
+
+
+def _decided(proposal: MergeProposal) -> str:
+    if proposal.status == MergeProposal.Status.MERGED:
+        return f"Merged #{proposal.second_id} into #{proposal.first_id}."
+    return f"Dismissed: #{proposal.first_id} and #{proposal.second_id} stay apart."
+
+
+def _proposal_card(
+    request: AuthedRequest, proposal_id: int, access: ProjectAccess, error: str
+) -> HttpResponse:
+    """The proposal's card after a decision: the outcome (with undo), or the form and the error."""
+    proposal = selectors.proposal_for_user(projects=[access.project], proposal_id=proposal_id)
+    if proposal is None:
+        raise Http404("merge proposal not found")
+    context = {
+        "row": selectors.proposal_row(proposal),
+        "merge": selectors.merge_of_proposal(proposal) if proposal.status == "merged" else None,
+        "is_admin": access.is_admin,
+        "error": error,
+        "message": "" if error else _decided(proposal),
+    }
+    response = render(request, f"{MERGES}#proposal", context, status=409 if error else 200)
+    if not error:
+        response.headers["HX-Trigger"] = "merges-changed"  # the history below reloads itself
+    return response
+
+
+@require_POST
+@login_required
+def merge_undo(request: AuthedRequest, merge_id: int) -> HttpResponse:
+    merge, access = _get_merge_for_user(request, merge_id)
+    if not access.is_admin:
+        return _forbidden(request)
+    error = ""
+    try:
+        dedup.experience_merge_undo(merge_id=merge.pk, user=request.user)
+    except DomainError as failure:
+        error = failure.detail
+    if not request.htmx:
+        _say(request, error, f"Merge undone: #{merge.absorbed_id} is back on its own.")
+        return redirect_to_next(request, reverse("experiences:merges"))
+    row = selectors.merge_for_user(projects=[access.project], merge_id=merge.pk)
+    context = {"merge": row, "is_admin": access.is_admin, "error": error}
+    return render(request, f"{MERGES}#merge_row", context, status=409 if error else 200)

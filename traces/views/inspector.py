@@ -1,0 +1,111 @@
+"""The trace inspector: the page, a step's raw observation, relabelling a step, accepting all."""
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from traces import selectors
+from traces.errors import DomainError
+from traces.forms import RelabelForm
+from traces.http import AuthedRequest
+from traces.models import Step, Trace
+from traces.services import labels
+from traces.services.labels import LabelConflict
+from traces.views.common import dashboard_for
+
+
+def _get_trace_for_user(request: AuthedRequest, trace_id: int) -> Trace:
+    """A trace of one of the user's projects, or 404 (never 403: ids of others stay unknown)."""
+    trace = (
+        Trace.objects.filter(pk=trace_id, project__in=dashboard_for(request).projects)
+        .select_related("project")
+        .first()
+    )
+    if trace is None:
+        raise Http404("trace not found")
+    return trace
+
+
+def _inspector_context(request: AuthedRequest, trace: Trace) -> dict[str, Any]:
+    claim = selectors.claim_open_for(user=request.user, project=trace.project)
+    return {
+        "trace": trace,
+        "steps": trace.steps.all(),
+        "reviews": trace.reviews.all(),
+        "is_heuristic": selectors.trace_is_heuristic(trace),
+        "machine_versions": selectors.machine_label_versions(trace),
+        "claim": claim if claim is not None and claim.trace_id == trace.pk else None,
+        "labels": Step.Label.choices,
+    }
+
+
+@require_GET
+@login_required
+def trace_detail(request: AuthedRequest, trace_id: int) -> HttpResponse:
+    trace = selectors.trace_inspect(trace_id=trace_id, projects=dashboard_for(request).projects)
+    if trace is None:
+        raise Http404("trace not found")
+    return render(request, "traces/detail.html", _inspector_context(request, trace))
+
+
+@require_GET
+@login_required
+def step_raw(request: AuthedRequest, trace_id: int, index: int) -> HttpResponse:
+    trace = _get_trace_for_user(request, trace_id)
+    step = Step.objects.filter(trace=trace, index=index).only("index", "observation_raw").first()
+    if step is None:
+        raise Http404("step not found")
+    if not request.htmx:
+        return HttpResponse(step.observation_raw, content_type="text/plain; charset=utf-8")
+    return render(request, "traces/detail.html#raw", {"trace": trace, "step": step})
+
+
+@require_POST
+@login_required
+def step_label(request: AuthedRequest, trace_id: int, index: int) -> HttpResponse:
+    trace = _get_trace_for_user(request, trace_id)
+    form = RelabelForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse("label, reason or version is not valid", status=422)
+    status, error = 200, ""
+    try:
+        labels.step_relabel(
+            trace=trace, index=index, label=form.cleaned_data["label"],
+            reason=form.cleaned_data["reason"], expected_version=form.cleaned_data["version"],
+            user=request.user,
+        )  # fmt: skip
+    except LabelConflict as conflict:
+        status, error = 409, conflict.detail
+    except DomainError as failure:
+        raise Http404(failure.detail) from None
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        return redirect(f"{reverse('traces:detail', args=[trace.pk])}#step-{index}")
+    step = selectors.step_for_trace(trace=trace, index=index)
+    context = {"trace": trace, "step": step, "labels": Step.Label.choices, "conflict": error}
+    return render(request, "traces/detail.html#step", context, status=status)
+
+
+@require_POST
+@login_required
+def trace_accept(request: AuthedRequest, trace_id: int) -> HttpResponse:
+    trace = _get_trace_for_user(request, trace_id)
+    seen = selectors.parse_label_versions(request.POST.get("versions", ""))
+    result = labels.trace_accept_all(trace=trace, seen_versions=seen, user=request.user)
+    _say_accepted(request, result)
+    url = reverse("traces:detail", args=[trace.pk])
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def _say_accepted(request: AuthedRequest, result: labels.AcceptResult) -> None:
+    messages.success(request, f"{len(result.accepted)} machine label(s) confirmed.")
+    if result.skipped:
+        skipped = ", ".join(str(i) for i in result.skipped)
+        messages.warning(request, f"Changed by someone else meanwhile, left as is: step {skipped}.")

@@ -1,0 +1,105 @@
+"""Project settings (admins): members and their roles, API keys."""
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from traces import selectors
+from traces.errors import DomainError
+from traces.forms import ApiKeyForm, MemberAddForm, MemberRoleForm
+from traces.http import AuthedRequest
+from traces.models import ApiKey, Membership
+from traces.selectors import ProjectAccess
+from traces.services import api_keys, members
+from traces.views.common import project_page
+
+
+def _settings_context(access: ProjectAccess, **extra: Any) -> dict[str, Any]:
+    return {
+        "members": selectors.member_list(project=access.project),
+        "keys": selectors.api_key_list(project=access.project),
+        "key_form": extra.pop("key_form", None) or ApiKeyForm(),
+        "member_form": extra.pop("member_form", None) or MemberAddForm(),
+        "roles": Membership.Role.choices,
+        **extra,
+    }
+
+
+@require_GET
+@project_page(admin=True)
+def project_settings(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
+    return render(request, "traces/settings.html", _settings_context(access))
+
+
+@require_POST
+@project_page(admin=True)
+def api_key_create(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
+    form = ApiKeyForm(request.POST)
+    if not form.is_valid():
+        return render(request, "traces/settings.html", _settings_context(access, key_form=form))
+    new = api_keys.api_key_create(
+        project=access.project, scopes=form.cleaned_data["scopes"],
+        name=form.cleaned_data["name"], user=request.user,
+    )  # fmt: skip
+    # No redirect here on purpose: the key is never stored, so only this response can show it.
+    response = render(request, "traces/settings.html", _settings_context(access, new_key=new))
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@require_POST
+@project_page(admin=True)
+def api_key_revoke(request: AuthedRequest, access: ProjectAccess, key_id: int) -> HttpResponse:
+    key = ApiKey.objects.filter(pk=key_id, project=access.project).first()
+    if key is None:
+        raise Http404("key not found")
+    api_keys.api_key_revoke(key=key, user=request.user)
+    messages.success(request, f"Key {key.prefix}… revoked.")
+    return redirect("traces:settings")
+
+
+@require_POST
+@project_page(admin=True)
+def member_add(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
+    form = MemberAddForm(request.POST)
+    if form.is_valid():
+        try:
+            members.membership_add(project=access.project, actor=request.user, **form.cleaned_data)
+            messages.success(request, f"{form.cleaned_data['username']} added.")
+        except DomainError as failure:
+            messages.error(request, failure.detail)
+    else:
+        messages.error(request, "Give a username and a role.")
+    return redirect("traces:settings")
+
+
+def _get_membership(access: ProjectAccess, membership_id: int) -> Membership:
+    membership = (
+        Membership.objects.filter(pk=membership_id, project=access.project)
+        .select_related("user", "project")
+        .first()
+    )
+    if membership is None:
+        raise Http404("member not found")
+    return membership
+
+
+@require_POST
+@project_page(admin=True)
+def member_update(
+    request: AuthedRequest, access: ProjectAccess, membership_id: int
+) -> HttpResponse:
+    membership = _get_membership(access, membership_id)
+    try:
+        if request.POST.get("remove"):
+            members.membership_remove(membership=membership, actor=request.user)
+        else:
+            form = MemberRoleForm(request.POST)
+            role = form.cleaned_data["role"] if form.is_valid() else ""
+            members.membership_set_role(membership=membership, role=role, actor=request.user)
+    except DomainError as failure:
+        messages.error(request, failure.detail)
+    return redirect("traces:settings")

@@ -1,0 +1,33 @@
+from django.http import HttpResponse
+from django.views.decorators.http import require_GET
+
+from traces import selectors
+from traces.forms import TraceFilterForm
+from traces.http import AuthedRequest
+from traces.selectors import ProjectAccess
+from traces.views.common import page_cursor, project_page, render_page_or_partial
+
+PAGE_SIZE = 50
+
+
+@require_GET
+@project_page()
+def trace_list(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
+    form = TraceFilterForm(request.GET)
+    result = selectors.trace_list_page(
+        project=access.project,
+        filters=form.filters(),
+        label_source=form.selected_label_source(),
+        cursor=page_cursor(request),
+        limit=PAGE_SIZE,
+    )
+    query = request.GET.copy()
+    query.pop("cursor", None)
+    context = {
+        "form": form,
+        "result": result,
+        "query": query.urlencode(),
+        "is_filtered": form.is_filtered(),
+        "api_url": request.build_absolute_uri("/api/v1/"),
+    }
+    return render_page_or_partial(request, "traces/list.html", "results", context)
