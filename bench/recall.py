@@ -9,7 +9,8 @@ realistic tools, statuses, scopes (80 % global) and ages (0–365 days), plus 5,
 patterns; the HNSW index is built after the load. Then it times, one request at a time from one
 client: `POST /api/v1/recall` end to end (HTTP, auth, the local query embedding, SQL pre-filter,
 vector ranking, scoring, the recall log) with and without tool filters and with tasks asked
-repeatedly (as an agent does at each step: the query vector is cached), `POST /api/v1/warnings`,
+repeatedly (as an agent does at each step: the query vector is cached), then 8 agents recalling
+at once (throughput and the latency each sees), `POST /api/v1/warnings`,
 and the capture proxy's added latency per MCP message (experiences.mcp.latency). The setup is
 printed first; the last line is one JSON object with the figures. With --data-dir the data dir is
 kept and reused: it is seeded only while its demo project has no experiences (for profiling runs).
@@ -26,6 +27,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -126,6 +128,22 @@ def timed_post(url: str, key: str, body: dict) -> float:
     return (time.perf_counter() - began) * 1000
 
 
+def concurrent_series(url: str, key: str, bodies: list[dict], clients: int) -> dict[str, float]:
+    """`clients` agents recalling at once, each one request after another: throughput and the
+    latency each of them sees (3 gunicorn sync workers serve them)."""
+    with ThreadPoolExecutor(clients) as pool:
+        list(pool.map(lambda body: timed_post(url, key, body), bodies[: clients * 2]))  # warm-up
+        began = time.perf_counter()
+        samples = list(pool.map(lambda body: timed_post(url, key, body), bodies))
+        elapsed = time.perf_counter() - began
+    return {
+        "clients": clients,
+        "requests_per_s": round(len(samples) / elapsed, 1),
+        "p50_ms": round(statistics.median(samples), 1),
+        "p95_ms": round(percentile(samples, 95), 1),
+    }
+
+
 def series(url: str, key: str, bodies: list[dict]) -> dict[str, float]:
     for body in bodies[:20]:  # warm-up: connections, caches, the embedding model
         timed_post(url, key, body)
@@ -143,6 +161,7 @@ def main() -> int:
     parser.add_argument("--patterns", type=int, default=5000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--proxy-messages", type=int, default=2000)
+    parser.add_argument("--clients", type=int, default=8, help="agents at once, last series")
     parser.add_argument("--data-dir", type=Path, help="keep and reuse this data dir")
     args = parser.parse_args()
     rng = random.Random(5)
@@ -180,6 +199,11 @@ def main() -> int:
                 f"{base}/recall", key, [rng.choice(pool) for _ in range(args.queries)]
             )
             print(f"recall, 20 tasks asked repeatedly: {repeated}", flush=True)
+            crowd = concurrent_series(
+                f"{base}/recall", key, [recall_body(True) for _ in range(args.queries)],
+                clients=args.clients,
+            )  # fmt: skip
+            print(f"recall, {args.clients} agents at once: {crowd}", flush=True)
             warning_bodies = [
                 {"tool": rng.choice(TOOLS), "arguments": {"target": "web", "force": True},
                  "environment": rng.choice(ENVIRONMENTS)}
@@ -204,6 +228,9 @@ def main() -> int:
         "recall_filtered_p50_ms": filtered["p50_ms"], "recall_filtered_p95_ms": filtered["p95_ms"],
         "recall_repeated_task_p50_ms": repeated["p50_ms"],
         "recall_repeated_task_p95_ms": repeated["p95_ms"],
+        "recall_concurrent_clients": crowd["clients"],
+        "recall_concurrent_requests_per_s": crowd["requests_per_s"],
+        "recall_concurrent_p50_ms": crowd["p50_ms"], "recall_concurrent_p95_ms": crowd["p95_ms"],
         "warnings_p50_ms": warnings["p50_ms"], "warnings_p95_ms": warnings["p95_ms"],
         "proxy_added_per_message_p50_ms": proxy["added_per_message_p50_ms"],
         "proxy_added_per_message_mean_ms": proxy["added_per_message_mean_ms"],

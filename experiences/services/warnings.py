@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Q
 
 from experiences.models import FailurePattern
@@ -30,13 +31,10 @@ class WarningItem:
     similarity: float
 
 
-def _message(pattern: FailurePattern) -> str:
-    text = (
-        f"Similar calls to {pattern.tool} failed {pattern.occurrences} times "
-        f"({pattern.error_signature})."
-    )
-    if pattern.instead:
-        text += f" Instead, {pattern.instead}."
+def _message(*, tool: str, occurrences: int, error_signature: str, instead: str) -> str:
+    text = f"Similar calls to {tool} failed {occurrences} times ({error_signature})."
+    if instead:
+        text += f" Instead, {instead}."
     return text
 
 
@@ -62,7 +60,12 @@ def warnings_for_call(
             WarningItem(
                 pattern.pk,
                 pattern.tool,
-                _message(pattern),
+                _message(
+                    tool=pattern.tool,
+                    occurrences=pattern.occurrences,
+                    error_signature=pattern.error_signature,
+                    instead=pattern.instead,
+                ),
                 pattern.occurrences,
                 pattern.instead,
                 round(similarity, 3),
@@ -71,11 +74,42 @@ def warnings_for_call(
     return items[:MAX_WARNINGS]
 
 
+# Per tool, the index (project, tool, -occurrences) yields its top patterns in order, so each
+# of the agent's tools costs a few index rows; `tool IN (...)` instead made PostgreSQL collect
+# every pattern of those tools and sort them, on the hot path of every recall.
+TOP_PATTERNS_OF_TOOLS_SQL = f"""
+SELECT p.id, p.tool, p.error_signature, p.instead, p.occurrences
+FROM unnest(%s::varchar[]) AS asked(tool)
+CROSS JOIN LATERAL (
+    SELECT id, tool, error_signature, instead, occurrences
+    FROM experiences_failurepattern
+    WHERE project_id = %s AND tool = asked.tool AND occurrences >= %s
+    ORDER BY occurrences DESC, id DESC
+    LIMIT {MAX_WARNINGS}
+) AS p
+ORDER BY p.occurrences DESC, p.id DESC
+LIMIT {MAX_WARNINGS}
+"""
+
+
 def warnings_for_tools(*, project: Project, tools: list[str]) -> list[WarningItem]:
     """For recall: the most frequent failure patterns of the tools the agent has."""
     if not tools:
         return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            TOP_PATTERNS_OF_TOOLS_SQL,
+            [sorted(set(tools)), project.pk, settings.HINDSIGHT_WARN_MIN_OCCURRENCES],
+        )
+        rows = cursor.fetchall()
     return [
-        WarningItem(p.pk, p.tool, _message(p), p.occurrences, p.instead, 1.0)
-        for p in _frequent(project).filter(tool__in=tools).only(*WARNING_FIELDS)[:MAX_WARNINGS]
+        WarningItem(
+            pattern_id,
+            tool,
+            _message(tool=tool, occurrences=n, error_signature=signature, instead=instead),
+            n,
+            instead,
+            1.0,
+        )
+        for pattern_id, tool, signature, instead, n in rows
     ]

@@ -360,6 +360,27 @@ def test_recall_includes_warnings_for_the_tools_at_hand(recall_api, project):
     assert quiet.json()["warnings"] == []
 
 
+def test_recall_warns_of_the_most_frequent_failures_across_the_tools_at_hand(
+    recall_api, project, make_project
+):
+    for tool, counts in {"git": [9, 4, 2], "kubectl": [12, 7, 1], "shell": [5]}.items():
+        for n in counts:
+            make_pattern(project, tool=tool, occurrences=n, error_signature=f"{tool} failed {n}")
+    make_pattern(make_project(), tool="git", occurrences=50)  # another project's
+    make_pattern(project, tool="terraform", occurrences=99)  # a tool the agent does not have
+
+    body = {"task": "ship it", "tools": ["git", "kubectl", "shell", "git"]}
+    warnings = recall_api.post("recall", body).json()["warnings"]
+
+    assert [(w["tool"], w["occurrences"]) for w in warnings] == [
+        ("kubectl", 12), ("git", 9), ("kubectl", 7), ("shell", 5), ("git", 4),
+    ]  # fmt: skip
+    assert warnings[0]["message"] == (
+        "Similar calls to kubectl failed 12 times (kubectl failed 12). "
+        "Instead, use docker_compose_up with the new limit."
+    )
+
+
 def test_the_query_vector_of_a_repeated_task_is_computed_once(recall_api, project):
     from experiences.services.recall import _query_vector
 
