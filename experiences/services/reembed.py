@@ -62,7 +62,11 @@ def experiences_to_reembed(*, everything: bool = False):
 def experiences_reembed(
     *, everything: bool = False, on_progress: Callable[[int], None] | None = None
 ) -> int:
-    """Recompute vectors in batches; returns how many were re-embedded."""
+    """Recompute vectors in batches; returns how many were re-embedded.
+
+    Each re-embedded experience is due for a dedup check again (beat's sweep sends it): its
+    similarities to the rest of the library moved with the model.
+    """
     model = get_embedder().model_name
     batch = settings.HINDSIGHT_EMBEDDING_BATCH * 4
     ids = list(experiences_to_reembed(everything=everything).values_list("pk", flat=True))
@@ -77,7 +81,10 @@ def experiences_reembed(
         for experience, vector in zip(rows, vectors, strict=True):
             experience.embedding = vector
             experience.embedding_model = model
-        Experience.objects.bulk_update(rows, ["embedding", "embedding_model"])
+            experience.dedup_checked_version = 0
+        Experience.objects.bulk_update(
+            rows, ["embedding", "embedding_model", "dedup_checked_version"]
+        )
         done += len(rows)
         if on_progress:
             on_progress(len(rows))

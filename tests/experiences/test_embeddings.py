@@ -93,6 +93,7 @@ def _experience(project, **fields) -> Experience:
         "source": "heuristic",
         "embedding": fake_vector("old", 384),
         "embedding_model": "all-MiniLM-L6-v2",
+        "dedup_checked_version": 1,  # compared with the library already
     }
     values.update(fields)
     return Experience.objects.create(**values)
@@ -113,6 +114,8 @@ def test_reembed_updates_only_vectors_of_another_model(project, openai_embedding
         stale.embedding, fake_vector("web restarts\n" + stale.advice, 384), atol=1e-6
     )
     assert np.allclose(current.embedding, fake_vector("old", 384), atol=1e-6)
+    # the re-embedded one is compared with the library again (by beat's sweep); the other is not
+    assert stale.dedup_checked_version == 0 and current.dedup_checked_version == current.version
 
 
 @pytest.mark.django_db
