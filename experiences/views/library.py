@@ -28,6 +28,7 @@ from traces.selectors import ProjectAccess
 from traces.views.common import (
     page_cursor,
     project_page,
+    query_without_cursor,
     redirect_to_next,
     render_page_or_partial,
 )
@@ -44,12 +45,10 @@ def library(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
         project=access.project, filters=form.filters(), user=request.user,
         cursor=page_cursor(request), limit=PAGE_SIZE,
     )  # fmt: skip
-    query = request.GET.copy()
-    query.pop("cursor", None)
     context = {
         "form": form,
         "result": result,
-        "query": query.urlencode(),
+        "query": query_without_cursor(request),
         "is_filtered": form.is_filtered(),
         "is_admin": access.is_admin,
     }

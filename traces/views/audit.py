@@ -5,7 +5,12 @@ from traces import selectors
 from traces.forms import AuditFilterForm
 from traces.http import AuthedRequest
 from traces.selectors import ProjectAccess
-from traces.views.common import page_cursor, project_page, render_page_or_partial
+from traces.views.common import (
+    page_cursor,
+    project_page,
+    query_without_cursor,
+    render_page_or_partial,
+)
 
 
 @require_GET
@@ -15,7 +20,5 @@ def audit(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     page = selectors.audit_list(
         project=access.project, cursor=page_cursor(request), **form.values()
     )
-    query = request.GET.copy()
-    query.pop("cursor", None)
-    context = {"form": form, "page": page, "query": query.urlencode()}
+    context = {"form": form, "page": page, "query": query_without_cursor(request)}
     return render_page_or_partial(request, "traces/audit.html", "results", context)

@@ -78,6 +78,13 @@ def page_cursor(request: AuthedRequest) -> str | None:
     return cursor
 
 
+def query_without_cursor(request: AuthedRequest) -> str:
+    """The list's filters as a query string, for its next-page and filter links."""
+    query = request.GET.copy()
+    query.pop("cursor", None)
+    return query.urlencode()
+
+
 def render_page_or_partial(
     request: AuthedRequest, template: str, partial: str, context: dict
 ) -> HttpResponse:

@@ -5,7 +5,12 @@ from traces import selectors
 from traces.forms import TraceFilterForm
 from traces.http import AuthedRequest
 from traces.selectors import ProjectAccess
-from traces.views.common import page_cursor, project_page, render_page_or_partial
+from traces.views.common import (
+    page_cursor,
+    project_page,
+    query_without_cursor,
+    render_page_or_partial,
+)
 
 PAGE_SIZE = 50
 
@@ -21,12 +26,10 @@ def trace_list(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
         cursor=page_cursor(request),
         limit=PAGE_SIZE,
     )
-    query = request.GET.copy()
-    query.pop("cursor", None)
     context = {
         "form": form,
         "result": result,
-        "query": query.urlencode(),
+        "query": query_without_cursor(request),
         "is_filtered": form.is_filtered(),
         "api_url": request.build_absolute_uri("/api/v1/"),
     }
