@@ -94,28 +94,19 @@ def exact_agreement(bodies: list[dict]) -> dict[str, float]:
     (a sequential scan computing every distance). `candidates`: share of the exact candidates
     (what recall scores) that HNSW also found; `top5`: share of the 5 items recall returns after
     scoring that are the ones exact search would have returned."""
-    import math
-
     from django.db import connection, transaction
     from django.utils import timezone
     from pgvector import Vector
 
     from experiences.embeddings import get_embedder
-    from experiences.services.recall import Recalled, RecallQuery, candidates_sql, score_parts
+    from experiences.services.recall import RecallQuery, candidates_scored, candidates_sql
     from traces.models import Project
 
     project = Project.objects.get(name="demo")
     now = timezone.now()
 
     def top5(query: RecallQuery, rows: list[tuple]) -> set[int]:
-        scored = []
-        for *columns, distance in rows:
-            experience = Recalled.from_row(columns)
-            parts, _ = score_parts(
-                experience, similarity=1 - distance, asked_env=query.environment, now=now
-            )
-            scored.append((math.prod(parts.values()), experience.id))
-        return {pk for _, pk in sorted(scored, reverse=True)[:5]}
+        return {item.experience.id for item in candidates_scored(rows, query=query, now=now)[:5]}
 
     found = {"candidates": [0, 0], "top5": [0, 0]}
     for body in bodies:

@@ -68,10 +68,10 @@ class Recalled:
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> "Recalled":
-        experience = cls(*row)
-        if isinstance(experience.path, str):  # Django's psycopg setup leaves jsonb undecoded
-            object.__setattr__(experience, "path", json.loads(experience.path))
-        return experience
+        values = dict(zip((f.name for f in fields(cls)), row, strict=True))
+        if isinstance(values["path"], str):  # Django's psycopg setup leaves jsonb undecoded
+            values["path"] = json.loads(values["path"])
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -168,6 +168,24 @@ def candidates_sql(*, project: Project, query: RecallQuery, vector: str) -> tupl
     return sql, [vector, *params, max(settings.HINDSIGHT_RECALL_CANDIDATES, query.k)]
 
 
+def candidates_scored(
+    rows: Sequence[Sequence[Any]], *, query: RecallQuery, now: datetime
+) -> list[RecallItem]:
+    """Rows of `candidates_sql` as items, best score first (too dissimilar ones dropped)."""
+    items = []
+    for *columns, distance in rows:
+        similarity = 1 - distance
+        if similarity < settings.HINDSIGHT_RECALL_MIN_SIMILARITY:
+            continue
+        experience = Recalled.from_row(columns)
+        parts, match = score_parts(
+            experience, similarity=similarity, asked_env=query.environment, now=now
+        )
+        items.append(RecallItem(experience, round(math.prod(parts.values()), 4), parts, match))
+    items.sort(key=lambda item: item.score, reverse=True)
+    return items
+
+
 def _query_text(query: RecallQuery) -> str:
     return f"{query.task}\n{query.intent}" if query.intent else query.task
 
@@ -191,18 +209,7 @@ def experience_recall(
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     now = timezone.now()
-    items = []
-    for *columns, distance in rows:
-        similarity = 1 - distance
-        if similarity < settings.HINDSIGHT_RECALL_MIN_SIMILARITY:
-            continue
-        experience = Recalled.from_row(columns)
-        parts, match = score_parts(
-            experience, similarity=similarity, asked_env=query.environment, now=now
-        )
-        items.append(RecallItem(experience, round(math.prod(parts.values()), 4), parts, match))
-    items.sort(key=lambda item: item.score, reverse=True)
-    items = items[: query.k]
+    items = candidates_scored(rows, query=query, now=now)[: query.k]
     warnings = (
         warnings_for_tools(project=project, tools=query.tools) if query.include_warnings else []
     )
