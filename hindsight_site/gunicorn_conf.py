@@ -13,4 +13,4 @@ def post_worker_init(worker) -> None:
     from experiences.embeddings import get_embedder
 
     embedder = get_embedder()
-    logger.warning("web worker %s: embedding model %s ready", worker.pid, embedder.model_name)
+    logger.info("web worker %s: embedding model %s ready", worker.pid, embedder.model_name)
