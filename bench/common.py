@@ -30,7 +30,7 @@ class Site:
         self.log_path = data_dir.parent / f"{data_dir.name}.log"
         self.env = {**os.environ, **env, "HINDSIGHT_DATA_DIR": str(data_dir),
                     "HINDSIGHT_PORT": str(port)}  # fmt: skip
-        for name in ("DATABASE_URL", "REDIS_URL"):
+        for name in ("DATABASE_URL", "REDIS_URL", "HINDSIGHT_EMBEDDED"):
             self.env.pop(name, None)
         self.process: subprocess.Popen[bytes] | None = None
         self.paused: list[int] = []

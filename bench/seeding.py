@@ -84,6 +84,7 @@ def experience_rows(
     from django.utils import timezone
 
     from experiences.models import Experience
+    from experiences.scene import keywords_of
 
     rng = random.Random(seed)
     now = timezone.now()
@@ -96,6 +97,8 @@ def experience_rows(
             Experience(
                 project=project,
                 task=task,
+                summary=task[:300],
+                keywords=keywords_of([task]),
                 task_type=rng.choice(["operation", "query", "analysis"]),
                 tools=tools,
                 environment=rng.choice(ENVIRONMENTS),

@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -11,6 +12,11 @@ from pgvector.django import HnswIndex, VectorField
 from traces.models import Project, Review, Trace
 
 EMBEDDING_DIM = settings.HINDSIGHT_EMBEDDING_DIM
+
+
+def scene_text(*, summary: str, intent: str = "") -> str:
+    """What an experience's vector is made of, and what a recall query is compared with."""
+    return f"{summary}\n{intent}" if intent else summary
 
 
 class Experience(models.Model):
@@ -38,8 +44,27 @@ class Experience(models.Model):
     intent = models.CharField(max_length=500, blank=True)
     agent = models.CharField(max_length=200, blank=True)
     task = models.TextField(blank=True)  # the task of the source trajectory, for matching
+    # The informative request in 100-150 characters (traces.review.scene): what is embedded.
+    summary = models.CharField(max_length=300, blank=True)
+    # sha1 of the normalised task: runs of the same task find each other (contrast, dedup).
+    task_key = models.CharField(max_length=40, blank=True)
+    # Identifiers and names of the request and of the path, kept whole for keyword search.
+    keywords = models.TextField(blank=True)
+    # Keyword search over the scene: summary and keywords weigh more than the full task text.
+    # English stemming for words ("shoes" finds "shoe"), the simple parser for identifiers.
+    search = models.GeneratedField(
+        expression=SearchVector("summary", weight="A", config="english")
+        + SearchVector("keywords", weight="A", config="simple")
+        + SearchVector("task", weight="B", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
     # Strategy advice: what a recall injects, in the second person.
     advice = models.TextField()
+    # What worked (tool-usage steps in order) and where it went wrong, from the review: the
+    # parts that a success / failure of the same task contrasts with (distillation).
+    strategy = models.TextField(blank=True)
+    pitfall = models.TextField(blank=True)
     # The ordered necessary steps it came from: [{"trace_id", "index", "tool", "summary"}].
     path = models.JSONField(default=list, blank=True)
     polarity = models.CharField(max_length=8, choices=Polarity.choices)
@@ -58,7 +83,8 @@ class Experience(models.Model):
     last_recalled_at = models.DateTimeField(null=True, blank=True)
     # When evidence last arrived (distilled, merged, re-derived): time decay counts from here.
     evidence_at = models.DateTimeField(default=timezone.now)
-    # The embedding of scene + advice, with the model that made it (a model change is detected).
+    # The embedding of the scene (`scene_text`: summary and intent), with the model that made it
+    # (a model change is detected). The advice is not embedded: a reworded advice keeps its vector.
     embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True)
     version = models.PositiveIntegerField(default=1)
@@ -97,6 +123,10 @@ class Experience(models.Model):
             # Tool-set overlap and environment filters (`tools && ARRAY[...]`).
             GinIndex(fields=["tools"], name="experiences_exp_tools_gin"),
             GinIndex(fields=["environment"], name="experiences_exp_env_gin"),
+            # Recall's keyword ranking (`search @@ websearch_to_tsquery(...)`).
+            GinIndex(fields=["search"], name="experiences_exp_search_gin"),
+            # Distillation's contrast: the other runs of the same task in a project.
+            models.Index(fields=["project", "task_key"], name="experiences_exp_task_key"),
             # The dedup sweep: unmerged experiences whose wording was never checked, oldest first.
             models.Index(
                 fields=["updated_at"],
@@ -125,6 +155,10 @@ class Experience(models.Model):
 
     def __str__(self) -> str:
         return self.advice[:80]
+
+    @property
+    def scene_text(self) -> str:
+        return scene_text(summary=self.summary or self.task, intent=self.intent)
 
     @property
     def is_global(self) -> bool:

@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 from kombu.exceptions import OperationalError
 
 from experiences.services import distill
+from experiences.services.keyword_stats import keyword_stats_refresh
 from experiences.tasks import dedup_experience
 from traces.review import service as review
 from traces.review.llm import RETRYABLE
@@ -59,6 +60,8 @@ def review_trace(self, trace_id: int) -> str:
                     reviews=reviews, drafts=drafts, patterns=patterns
                 )
                 dedup_on_commit([e.pk for e in experiences])
+                if experiences:
+                    transaction.on_commit(keyword_stats_refresh, robust=True)
     except IntegrityError:
         logger.info("trace %s: this review was already applied by another delivery", trace_id)
         return "already applied"

@@ -218,7 +218,7 @@ HINDSIGHT_LLM_TIMEOUT = env_float("HINDSIGHT_LLM_TIMEOUT", 60.0, minimum=1.0)
 HINDSIGHT_REVIEW_MAX_RETRIES = env_int("HINDSIGHT_REVIEW_MAX_RETRIES", 4, minimum=0)
 # Full review when a complete trajectory reaches any of these.
 HINDSIGHT_REVIEW_MIN_EVENTS = env_int("HINDSIGHT_REVIEW_MIN_EVENTS", 10, minimum=1)
-HINDSIGHT_REVIEW_MIN_TOOL_CALLS = env_int("HINDSIGHT_REVIEW_MIN_TOOL_CALLS", 5, minimum=1)
+HINDSIGHT_REVIEW_MIN_TOOL_CALLS = env_int("HINDSIGHT_REVIEW_MIN_TOOL_CALLS", 3, minimum=1)
 HINDSIGHT_REVIEW_MIN_SECONDS = env_float("HINDSIGHT_REVIEW_MIN_SECONDS", 30.0, minimum=0.0)
 # Local reviews: the same call repeated more than this many times is a loop; the window takes
 # this many steps on each side of the anomaly.
@@ -266,6 +266,14 @@ HINDSIGHT_RECALL_ENV_MISMATCH = env_float("HINDSIGHT_RECALL_ENV_MISMATCH", 0.6, 
 HINDSIGHT_RECALL_CANDIDATES = env_int("HINDSIGHT_RECALL_CANDIDATES", 40, minimum=1)
 # Items below this cosine similarity are not returned at all.
 HINDSIGHT_RECALL_MIN_SIMILARITY = env_float("HINDSIGHT_RECALL_MIN_SIMILARITY", 0.2, minimum=0.0)
+# Reciprocal rank fusion constant (1 / (k + rank)); 60 is the usual choice.
+HINDSIGHT_RECALL_RRF_K = env_int("HINDSIGHT_RECALL_RRF_K", 60, minimum=1)
+# The keyword ranking's share of the fusion (the vector ranking has the rest): 0.25, the
+# default of Weaviate's hybrid search (alpha 0.75), not a figure fitted to any data here.
+HINDSIGHT_RECALL_KEYWORD_WEIGHT = env_float("HINDSIGHT_RECALL_KEYWORD_WEIGHT", 0.25, minimum=0.0)
+# Keyword search ignores words found in more than this share of the library (PostgreSQL's
+# statistics of the search column), like an inverse document frequency cut.
+HINDSIGHT_RECALL_COMMON_TERM = env_float("HINDSIGHT_RECALL_COMMON_TERM", 0.2, minimum=0.0)
 # Recall logs (what each recall returned, the agent's feedback) are kept this many days; 0 keeps
 # them forever. Beat deletes older ones daily; /stats/ looks back 30 days.
 HINDSIGHT_RECALL_LOG_DAYS = env_int("HINDSIGHT_RECALL_LOG_DAYS", 90, minimum=0)
@@ -285,6 +293,8 @@ HINDSIGHT_DEDUP_PROPOSAL_THRESHOLD = env_float(
     "HINDSIGHT_DEDUP_PROPOSAL_THRESHOLD", 0.85, minimum=0.0
 )
 HINDSIGHT_DEDUP_NEIGHBOURS = env_int("HINDSIGHT_DEDUP_NEIGHBOURS", 5, minimum=1)
+# ... and only when they also say much the same (word overlap of strategy and pitfall, 0-1).
+HINDSIGHT_DEDUP_MIN_SUBSTANCE = env_float("HINDSIGHT_DEDUP_MIN_SUBSTANCE", 0.5, minimum=0.0)
 # Beat sends a dedup check for experiences whose check never ran (its task was lost while Redis
 # was down) once their wording is this old, at most this many per sweep.
 HINDSIGHT_DEDUP_SWEEP_GRACE_SECONDS = env_int("HINDSIGHT_DEDUP_SWEEP_GRACE_SECONDS", 120, minimum=1)

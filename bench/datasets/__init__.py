@@ -6,11 +6,29 @@ the question, or the product kind). Nothing here looks at labels or tunes anythi
 format, like an SDK integration would.
 """
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"
+
+def _datasets_dir() -> Path:
+    """$HINDSIGHT_DATASETS, else `shared/datasets` beside the checkout, else /work/shared/..."""
+    if os.environ.get("HINDSIGHT_DATASETS"):
+        return Path(os.environ["HINDSIGHT_DATASETS"])
+    for candidate in (
+        Path(__file__).resolve().parents[3] / "shared" / "datasets",
+        Path("/work/shared/datasets"),
+    ):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(
+        "the public datasets were not found: set HINDSIGHT_DATASETS to the folder that holds "
+        "reflexion-hotpotqa/ and react-webshop/"
+    )
+
+
+DATASETS = _datasets_dir()
 
 
 @dataclass

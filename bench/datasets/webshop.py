@@ -23,7 +23,8 @@ PATH = DATASETS / "react-webshop" / "WebShop.ipynb"
 KINDS = Path(__file__).with_name("webshop_kinds.json")
 AGENT = "react-webshop"
 _SCORE = re.compile(r"Your score \(min 0\.0, max 1\.0\): ([0-9.]+)")
-_ACTION = re.compile(r"^(\w+)\[(.*)\]$", re.DOTALL)
+# The log cuts some long think[...] actions off before their closing bracket.
+_ACTION = re.compile(r"^(\w+)\[(.*?)\]?$", re.DOTALL)
 _STATS = re.compile(r"^\d+ [0-9.]+ [0-9.]+ [0-9.]+$")
 
 

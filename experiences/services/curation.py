@@ -118,8 +118,10 @@ def experience_edit(
         if advice == experience.advice and not scene:
             return experience
         experience.advice = advice
-        (experience.embedding,) = embed_in_batches([f"{experience.task}\n{advice}"])
-        experience.embedding_model = get_embedder().model_name
+        if "intent" in scene and scene["intent"] != before.get("intent"):
+            # The vector is the scene's (summary and intent), not the advice's.
+            (experience.embedding,) = embed_in_batches([experience.scene_text])
+            experience.embedding_model = get_embedder().model_name
         experience.source = Experience.Source.HUMAN
         experience.version += 1
         experience.save()

@@ -19,6 +19,7 @@ pair is only ever proposed again, never merged automatically.
 
 import logging
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -36,6 +37,7 @@ from experiences.models import (
     ExperienceVersion,
     MergeProposal,
 )
+from experiences.scene import substance_overlap
 from traces.errors import Conflict, NotFound
 from traces.services.audit import audit_event
 
@@ -48,6 +50,11 @@ STATUS_RANK = {"candidate": 0, "approved": 1, "promoted": 2}
 SNAPSHOT_FIELDS = [
     "advice",
     "task",
+    "summary",
+    "task_key",
+    "keywords",
+    "strategy",
+    "pitfall",
     "task_type",
     "tools",
     "environment",
@@ -81,7 +88,8 @@ def _snapshot(experience: Experience) -> dict[str, Any]:
 
 def _restore(experience: Experience, data: dict[str, Any]) -> None:
     for name in SNAPSHOT_FIELDS:
-        setattr(experience, name, data[name])
+        if name in data:  # snapshots taken before a field existed lack it
+            setattr(experience, name, data[name])
     experience.evidence_at = data["evidence_at"]
     experience.embedding = data["embedding"]
 
@@ -144,8 +152,6 @@ def experience_merge(
 ) -> ExperienceMerge:
     """Merge `absorbed` into `survivor`; `advice` is the wording to keep (default: the more
     specific of the two)."""
-    from experiences.embeddings import embed_in_batches, get_embedder
-
     with transaction.atomic():
         survivor, absorbed = _lock_pair(survivor_id, absorbed_id)
         if survivor.merged_into_id or absorbed.merged_into_id:
@@ -157,18 +163,19 @@ def experience_merge(
             "absorbed": _snapshot(absorbed),
             "moved_sources": [],
         }
+        # The wording kept brings its scene along (summary, vector, strategy and pitfall); a
+        # combined wording written by a person keeps the survivor's scene. The vector is the
+        # scene's, so nothing is embedded here.
         if advice is None:
             winner = max((survivor, absorbed), key=specificity)
-            advice, embedding = winner.advice, winner.embedding
-        elif advice == absorbed.advice:
-            embedding = absorbed.embedding
-        elif advice == survivor.advice:
-            embedding = survivor.embedding
         else:
-            (embedding,) = embed_in_batches([f"{survivor.task}\n{advice}"])
+            winner = absorbed if advice == absorbed.advice else survivor
+        advice = winner.advice if advice is None else advice
+        if winner is absorbed:
+            for name in ("summary", "task", "task_key", "keywords", "strategy", "pitfall",
+                         "embedding", "embedding_model"):  # fmt: skip
+                setattr(survivor, name, getattr(absorbed, name))
         survivor.advice = advice
-        survivor.embedding = embedding
-        survivor.embedding_model = get_embedder().model_name
         survivor.tools = list(dict.fromkeys([*survivor.tools, *absorbed.tools]))
         survivor.environment = list(dict.fromkeys([*survivor.environment, *absorbed.environment]))
         for name in ("support_count", "success_count", "failure_count", "upvotes", "downvotes"):
@@ -320,6 +327,10 @@ def experience_dedup(*, experience_id: int, merge_advice=None) -> str:
     return "contended"
 
 
+def _substance(experience: Experience) -> str:
+    return f"{experience.strategy} {experience.pitfall}".strip()
+
+
 def _merge_was_undone(first: Experience, second: Experience) -> bool:
     """A person undid a merge of these two: never merge them automatically again (they get a
     proposal instead), however often their wording changes."""
@@ -338,7 +349,16 @@ def _mark_checked(experience: Experience) -> None:
 
 
 def _dedup_once(experience: Experience, merge_advice) -> str:
-    neighbours = experience_neighbours(experience, limit=settings.HINDSIGHT_DEDUP_NEIGHBOURS)
+    # Neighbours by scene (the vector), kept only where they also say much the same: two runs
+    # of one scene that took different paths are two experiences, not a duplicate.
+    neighbours = [
+        (other, similarity)
+        for other, similarity in experience_neighbours(
+            experience, limit=settings.HINDSIGHT_DEDUP_NEIGHBOURS
+        )
+        if substance_overlap(_substance(experience), _substance(other))
+        >= settings.HINDSIGHT_DEDUP_MIN_SUBSTANCE
+    ]
     if not neighbours:
         return "new"
     nearest, similarity = neighbours[0]
@@ -356,6 +376,9 @@ def _dedup_once(experience: Experience, merge_advice) -> str:
             )
         except Conflict:
             return "contended"  # a concurrent merge moved one of them: look again
+        # The survivor's merged wording is new: compare it with the library at once rather
+        # than at the beat sweep's grace period (merges can chain: A+B may now match C).
+        transaction.on_commit(partial(_publish_checks, [survivor.pk]), robust=True)
         return "merged"
     proposed = [
         (other, s) for other, s in neighbours if s >= settings.HINDSIGHT_DEDUP_PROPOSAL_THRESHOLD
@@ -392,9 +415,15 @@ def experiences_due_for_dedup(*, limit: int) -> list[int]:
 
 def experience_dedup_enqueue_due(*, limit: int | None = None) -> int:
     """Beat: send a dedup check for each experience whose check is due; returns how many."""
+    ids = experiences_due_for_dedup(limit=limit or settings.HINDSIGHT_DEDUP_SWEEP_BATCH)
+    return _publish_checks(ids)
+
+
+def _publish_checks(ids: list[int]) -> int:
+    """Send a dedup check per id, failing fast when the broker is down (beat's sweep finds
+    whatever was not sent: the checks stay due)."""
     from hindsight_site.celery import app
 
-    ids = experiences_due_for_dedup(limit=limit or settings.HINDSIGHT_DEDUP_SWEEP_BATCH)
     sent = 0
     try:
         with app.producer_or_acquire() as producer:

@@ -6,6 +6,7 @@ the transaction that stores labels, reviews and experiences stays short.
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -14,13 +15,28 @@ from django.db import transaction
 from django.utils import timezone
 
 from experiences.embeddings import embed_in_batches, get_embedder
-from experiences.models import Experience, ExperienceSource, ExperienceVersion, FailurePattern
+from experiences.models import (
+    Experience,
+    ExperienceSource,
+    ExperienceVersion,
+    FailurePattern,
+    scene_text,
+)
+from experiences.scene import keywords_of, task_key
 from experiences.services.patterns import argument_shape, error_signature
 from traces.models import Review, Step, Trace
-from traces.observations import as_text
 from traces.review.heuristic import build_template
+from traces.review.scene import action_phrase, scene_summary
 from traces.review.service import review_request, step_view, trace_view
-from traces.review.types import Label, ReviewOutcome, StepJudgement, StepView, TraceView, Window
+from traces.review.types import (
+    Label,
+    ReviewOutcome,
+    ReviewTemplate,
+    StepJudgement,
+    StepView,
+    TraceView,
+    Window,
+)
 
 MAX_PATTERN_SOURCES = 20
 
@@ -33,6 +49,10 @@ class ExperienceDraft:
     source: str
     path: list[dict[str, Any]]
     step_indexes: list[int]
+    summary: str
+    strategy: str
+    pitfall: str
+    keywords: str
     embed_text: str
     embedding: list[float] | None = None
 
@@ -69,7 +89,7 @@ def _path(
             "index": s.index,
             "tool": s.tool,
             "kind": s.kind,
-            "summary": (as_text(s.arguments) if s.tool else " ".join(s.content.split()))[:120],
+            "summary": action_phrase(s)[:160],
         }
         for s in steps
         if labels.get(s.index) == "necessary"
@@ -81,19 +101,27 @@ def experience_draft(
     trace: TraceView,
     steps: list[StepView],
     window: Window,
-    advice: str,
+    template: ReviewTemplate,
     labels: Mapping[int, str],
     source: str,
 ) -> ExperienceDraft:
+    """One experience from a review: the scene (summary, keywords) is what it is matched on
+    and embedded, the advice what it says."""
     polarity = _polarity(trace) if window.kind == "full" else "failure"
+    summary = template.scene_summary.strip() or scene_summary(trace.task, steps)
+    path = _path(trace, steps, labels)
     return ExperienceDraft(
         window=window,
         polarity=polarity,
-        advice=advice,
+        advice=template.experience,
         source=source,
-        path=_path(trace, steps, labels),
+        path=path,
         step_indexes=[s.index for s in steps if labels.get(s.index) == "necessary"],
-        embed_text=f"{trace.task}\n{advice}",
+        summary=summary[:300],
+        strategy=template.strategy,
+        pitfall=template.pitfall,
+        keywords=keywords_of([trace.task, trace.final_answer, *(p["summary"] for p in path)]),
+        embed_text=scene_text(summary=summary, intent=trace.intent),
     )
 
 
@@ -116,10 +144,7 @@ def pattern_drafts(
         )
         instead = ""
         if instead_step is not None:
-            args = as_text(instead_step.arguments)[:80]
-            instead = f"use {instead_step.tool}" + (
-                f" with {args}" if args not in ("", "{}") else ""
-            )
+            instead = f"use {action_phrase(instead_step)}"
         drafts.append(
             PatternDraft(
                 tool=step.tool,
@@ -155,7 +180,7 @@ def drafts_from_outcomes(
                 trace=request.trace,
                 steps=request.steps,
                 window=request.window,
-                advice=template.experience,
+                template=template,
                 labels=labels,
                 source=outcome.reviewer,
             )
@@ -187,7 +212,9 @@ def _scene(trace: Trace) -> dict[str, Any]:
 def experiences_store(
     *, trace: Trace, reviews: list[Review], drafts: list[ExperienceDraft]
 ) -> list[Experience]:
-    """Create the experiences of freshly applied reviews (inside the review's transaction)."""
+    """Create the experiences of freshly applied reviews (inside the review's transaction);
+    returns them, followed by the experiences of other runs their contrast changed (all of them
+    are due for a dedup check)."""
     by_window = {(r.kind, r.window_start, r.window_end): r for r in reviews}
     model_name = get_embedder().model_name
     created = []
@@ -197,6 +224,11 @@ def experiences_store(
             project_id=trace.project_id,
             **_scene(trace),
             task=trace.task,
+            summary=draft.summary,
+            task_key=task_key(trace.task),
+            keywords=draft.keywords,
+            strategy=draft.strategy,
+            pitfall=draft.pitfall,
             advice=draft.advice,
             path=draft.path,
             polarity=draft.polarity,
@@ -219,7 +251,68 @@ def experiences_store(
             reason=f"distilled from the {draft.window.kind} review of trace {trace.pk}",
         )
         created.append(experience)
-    return created
+    changed = [other for experience in created for other in experiences_contrast(experience)]
+    return created + [e for e in changed if e not in created]
+
+
+# ---------------------------------------------------------------------------- contrast
+
+
+# The clauses a contrast appended: kept when a relabel rebuilds the rest of the advice.
+_CONTRAST = re.compile(
+    r" (?:Do not|Instead,) [^()]*\((?:an earlier run of this task failed that way|"
+    r"that worked in another run of this task)\)\."
+)
+
+
+def _contrast_clause(experience: Experience, other: Experience) -> str:
+    """What the other run of the same task adds to this experience (ExpeL's insight from a
+    success / failure pair): a success learns the failure's pitfall, a failure the success's
+    strategy."""
+    if experience.polarity == Experience.Polarity.SUCCESS and other.pitfall:
+        return f" Do not {other.pitfall} (an earlier run of this task failed that way)."
+    if experience.polarity == Experience.Polarity.FAILURE and other.strategy:
+        return f" Instead, {other.strategy} (that worked in another run of this task)."
+    return ""
+
+
+def experiences_contrast(experience: Experience, *, limit: int = 2) -> list[Experience]:
+    """Contrast an experience with the runs of the same task that ended the other way, both
+    ways: each side's advice gains the other's lesson (once; its source trace joins the
+    provenance). Inside the caller's transaction; returns the other experiences it changed."""
+    others = list(
+        Experience.objects.select_for_update()
+        .filter(project_id=experience.project_id, task_key=experience.task_key, merged_into=None)
+        .exclude(pk=experience.pk)
+        .exclude(polarity=experience.polarity)
+        .exclude(status__in=[Experience.Status.ARCHIVED, Experience.Status.REJECTED])
+        .order_by("-id")[:limit]
+    )
+    changed = []
+    for other in others:
+        for target, lesson_from in ((experience, other), (other, experience)):
+            source_traces = list(lesson_from.sources.values_list("trace_id", flat=True)[:1])
+            if not source_traces or target.sources.filter(trace_id=source_traces[0]).exists():
+                continue
+            clause = _contrast_clause(target, lesson_from)
+            if not clause or clause.strip() in target.advice:
+                continue
+            target.advice = f"{target.advice}{clause}"
+            target.version += 1
+            target.save(update_fields=["advice", "version", "updated_at"])
+            ExperienceSource.objects.create(experience=target, trace_id=source_traces[0])
+            ExperienceVersion.objects.create(
+                experience=target,
+                version=target.version,
+                advice=target.advice,
+                scene={"summary": target.summary},
+                path=target.path,
+                source=target.source,
+                reason=f"contrasted with experience {lesson_from.pk} of the same task",
+            )
+            if target is other:
+                changed.append(other)
+    return changed
 
 
 def patterns_store(*, trace: Trace, drafts: list[PatternDraft]) -> list[FailurePattern]:
@@ -311,14 +404,11 @@ def experience_rederive(*, trace_id: int) -> list[Experience]:
     has_human = any(s.label_source == Step.LabelSource.HUMAN for s in steps_db)
     source = Experience.Source.HUMAN if has_human else steps_db[0].label_source
     draft = experience_draft(
-        trace=view,
-        steps=steps,
-        window=window,
-        advice=template.experience,
-        labels=labels,
-        source=source,
+        trace=view, steps=steps, window=window, template=template, labels=labels, source=source
     )
-    if template.worth_reference:
+    # A relabel changes what the experience says, not its scene: only a new experience needs
+    # a vector (computed here, before any row is locked).
+    if template.worth_reference and not Experience.objects.filter(sources__trace=trace).exists():
         drafts_embed([draft])
     patterns = (
         pattern_drafts(trace=view, steps=steps, labels=labels) if template.worth_reference else []
@@ -350,15 +440,20 @@ def _experience_revise(
             experience.status = Experience.Status.ARCHIVED
             experience.save(update_fields=["status", "updated_at"])
         return experience
-    if experience.advice == draft.advice and experience.path == draft.path:
-        return experience
+    advice = draft.advice + "".join(_CONTRAST.findall(experience.advice))
+    unchanged = (experience.advice, experience.path, experience.polarity) == (
+        advice,
+        draft.path,
+        draft.polarity,
+    )
+    if unchanged:
+        return experience  # nothing to say differently: no new version
     experience.version += 1
-    experience.advice = draft.advice
+    experience.advice = advice
     experience.path = draft.path
+    experience.strategy, experience.pitfall = draft.strategy, draft.pitfall
     experience.source = draft.source
     experience.polarity = draft.polarity
-    experience.embedding = draft.embedding
-    experience.embedding_model = get_embedder().model_name
     experience.save()
     ExperienceVersion.objects.create(
         experience=experience,

@@ -1,9 +1,12 @@
-"""Hybrid recall: rule pre-filter in SQL, vector ranking in pgvector, then explainable scoring.
+"""Hybrid recall: rule pre-filter in SQL, vector and keyword rankings fused, explainable scoring.
 
-score = similarity × decay × environment × evidence, each part returned to the caller:
+score = relevance × decay × environment × evidence, each part returned to the caller:
 
-* similarity — cosine similarity between the query (task + intent) and the experience (its
-  source task + advice), from the HNSW index (iterative scan keeps filtered results full).
+* relevance — reciprocal rank fusion of two rankings of the pre-filtered library: the vector
+  ranking (cosine similarity between the query's scene — its informative request and intent —
+  and each experience's scene, HNSW index) and the keyword ranking (PostgreSQL full-text search
+  over summary, identifiers and task, GIN index; words every experience shares left out).
+  `score_parts` shows `vector_rank`, `keyword_rank` (0: not in that list) and `similarity`.
 * decay — 0.5 ** (age / half-life), age since the last evidence; half-life 30 days for success
   strategies, 90 for failure lessons (settings).
 * environment — 1 when the environments overlap or either is unknown; HINDSIGHT_RECALL_ENV_MISMATCH
@@ -27,10 +30,12 @@ from django.utils import timezone
 from pgvector import Vector
 
 from experiences.embeddings import get_embedder
-from experiences.models import Experience
+from experiences.models import Experience, scene_text
+from experiences.scene import keywords_of
 from experiences.services.recall_log import recall_log_write
 from experiences.services.warnings import WarningItem, warnings_for_tools
 from traces.models import ApiKey, Project
+from traces.review.scene import query_summary
 
 STATUS_BONUS = {"approved": 1.1, "promoted": 1.2}
 
@@ -125,15 +130,11 @@ def score_parts(
     return parts, match
 
 
-def candidates_sql(*, project: Project, query: RecallQuery, vector: str) -> tuple[str, list]:
-    """The rule pre-filter and the vector ranking as one statement (plain SQL: the ORM spent
-    ~2.5 ms per recall compiling this query and building 40 model instances).
-
-    Pre-filter: the project; status (approved and promoted, candidates when asked); scope
-    entitlement (each of environments / agents / users unrestricted, or matching the asker);
-    tool overlap when tools are given; task type when given. Then the HNSW index orders by
-    cosine distance (iterative scan, see settings, keeps filtered results full).
-    """
+def _filters(*, project: Project, query: RecallQuery) -> tuple[list[str], list]:
+    """The rule pre-filter, shared by both rankings: the project; status (approved and promoted,
+    candidates when asked); scope entitlement (each of environments / agents / users
+    unrestricted, or matching the asker); tool overlap when tools are given; task type when
+    given."""
     statuses = [Experience.Status.APPROVED.value, Experience.Status.PROMOTED.value]
     if query.include_candidates:
         statuses.append(Experience.Status.CANDIDATE.value)
@@ -160,34 +161,126 @@ def candidates_sql(*, project: Project, query: RecallQuery, vector: str) -> tupl
     if query.task_type:
         where.append("task_type = %s")
         params.append(query.task_type)
+    return where, params
+
+
+# The keyword query: the query's words (English stems) and identifiers (whole), each weighted by
+# its inverse document frequency from PostgreSQL's own statistics (ANALYZE keeps the most common
+# elements of a tsvector column with their frequencies; a lexeme not among them is rarer than
+# the rarest one listed). Lexemes in more than HINDSIGHT_RECALL_COMMON_TERM of the library are
+# left out: words every experience shares ("need", "price") tell no tasks apart.
+_KEYWORD_QUERY = """
+    term_stats AS (
+        SELECT e.elem, e.freq FROM pg_stats s,
+            unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS e(elem, freq)
+        WHERE s.schemaname = current_schema() AND s.tablename = 'experiences_experience'
+          AND s.attname = 'search' AND e.elem IS NOT NULL
+    ),
+    keyword_terms AS (
+        SELECT t.lexeme, quote_literal(t.lexeme)::tsquery AS q, -ln(greatest(coalesce(
+            (SELECT freq FROM term_stats WHERE elem = t.lexeme),
+            (SELECT min(freq) FROM term_stats), 0.01), 0.0001)) AS idf
+        FROM unnest(to_tsvector('english', %s) || to_tsvector('simple', %s)) AS t
+    ),
+    kept_terms AS (SELECT q, idf FROM keyword_terms WHERE idf > -ln(%s)),
+    keyword_query AS (SELECT string_agg(q::text, ' | ')::tsquery AS q FROM kept_terms)"""
+
+
+def candidates_sql(
+    *, project: Project, query: RecallQuery, vector: str, keywords: tuple[str, str] | None = None
+) -> tuple[str, list]:
+    """The pre-filter and both rankings as one statement (plain SQL: the ORM spent ~2.5 ms per
+    recall compiling a query and building 40 model instances): the nearest scenes by vector
+    (the HNSW index; iterative scan, see settings, keeps filtered results full), and, with
+    `keywords` (words, identifiers), the best keyword matches (the GIN index on `search`). Each
+    row says which list it came from; `candidates_scored` fuses them."""
+    where, params = _filters(project=project, query=query)
     columns = ", ".join(f.name for f in fields(Recalled))
-    sql = (
-        f"SELECT {columns}, embedding <=> %s::vector AS distance FROM experiences_experience "
-        f"WHERE {' AND '.join(where)} ORDER BY distance LIMIT %s"
+    limit = max(settings.HINDSIGHT_RECALL_CANDIDATES, query.k)
+    condition = " AND ".join(where)
+    vector_part = (
+        f"(SELECT {columns}, embedding <=> %s::vector AS distance, 0.0::real AS keyword, "
+        f"'vector' AS ranking FROM experiences_experience WHERE {condition} "
+        f"ORDER BY distance LIMIT %s)"
     )
-    return sql, [vector, *params, max(settings.HINDSIGHT_RECALL_CANDIDATES, query.k)]
+    if keywords is None:
+        return vector_part, [vector, *params, limit]
+    words, identifiers = keywords
+    keyword_part = (
+        f"(SELECT {columns}, embedding <=> %s::vector AS distance, "
+        f"(SELECT sum(k.idf) FROM kept_terms k WHERE search @@ k.q)::real AS keyword, "
+        f"'keyword' AS ranking FROM experiences_experience, keyword_query WHERE {condition} "
+        f"AND search @@ keyword_query.q ORDER BY keyword DESC, distance LIMIT %s)"
+    )
+    sql = f"WITH {_KEYWORD_QUERY} {vector_part} UNION ALL {keyword_part}"
+    common = settings.HINDSIGHT_RECALL_COMMON_TERM
+    return sql, [words, identifiers, common, vector, *params, limit, vector, *params, limit]
+
+
+def _rrf(rank: int | None) -> float:
+    return 0.0 if rank is None else 1.0 / (settings.HINDSIGHT_RECALL_RRF_K + rank)
 
 
 def candidates_scored(
     rows: Sequence[Sequence[Any]], *, query: RecallQuery, now: datetime
 ) -> list[RecallItem]:
-    """Rows of `candidates_sql` as items, best score first (too dissimilar ones dropped)."""
+    """Rows of `candidates_sql` as items, best score first.
+
+    Weighted reciprocal rank fusion of the two rankings (w / (60 + rank) per list, the vector
+    list weighing 1 - HINDSIGHT_RECALL_KEYWORD_WEIGHT, scaled so that first in both is 1), then
+    decay, environment and evidence. A vector-only candidate below
+    HINDSIGHT_RECALL_MIN_SIMILARITY is dropped; a keyword match is kept whatever its vector.
+    """
+    found: dict[int, tuple[list[Any], float]] = {}
+    vector_rows, keyword_rows = [], []
+    for *columns, distance, keyword, ranking in rows:
+        found.setdefault(columns[0], (columns, distance))
+        if ranking == "vector":
+            vector_rows.append((distance, columns[0]))
+        else:
+            keyword_rows.append((-keyword, distance, -columns[0]))
+    ranks: dict[int, dict[str, int]] = {i: {} for i in found}
+    for rank, (_, experience_id) in enumerate(sorted(vector_rows), start=1):
+        ranks[experience_id].setdefault("vector", rank)
+    for rank, (_, _, negative_id) in enumerate(sorted(keyword_rows), start=1):
+        ranks[-negative_id].setdefault("keyword", rank)
+    weight = settings.HINDSIGHT_RECALL_KEYWORD_WEIGHT
+    best = (1 - weight) * _rrf(1) + weight * _rrf(1)
     items = []
-    for *columns, distance in rows:
+    for experience_id, (columns, distance) in found.items():
         similarity = 1 - distance
-        if similarity < settings.HINDSIGHT_RECALL_MIN_SIMILARITY:
+        vector_rank, keyword_rank = (
+            ranks[experience_id].get("vector"),
+            ranks[experience_id].get("keyword"),
+        )
+        if keyword_rank is None and similarity < settings.HINDSIGHT_RECALL_MIN_SIMILARITY:
             continue
         experience = Recalled.from_row(columns)
         parts, match = score_parts(
             experience, similarity=similarity, asked_env=query.environment, now=now
         )
-        items.append(RecallItem(experience, round(math.prod(parts.values()), 4), parts, match))
-    items.sort(key=lambda item: item.score, reverse=True)
+        fusion = ((1 - weight) * _rrf(vector_rank) + weight * _rrf(keyword_rank)) / best
+        parts = {
+            "relevance": round(fusion, 4),
+            "vector_rank": vector_rank or 0,
+            "keyword_rank": keyword_rank or 0,
+            **parts,
+        }
+        score = fusion * parts["decay"] * parts["environment"] * parts["evidence"]
+        items.append(RecallItem(experience, round(score, 4), parts, match))
+    items.sort(key=lambda item: (item.score, item.score_parts["similarity"]), reverse=True)
     return items
 
 
 def _query_text(query: RecallQuery) -> str:
-    return f"{query.task}\n{query.intent}" if query.intent else query.task
+    return scene_text(summary=query_summary(query.task), intent=query.intent or "")
+
+
+def query_keywords(query: RecallQuery) -> tuple[str, str]:
+    """The words (the whole task and intent) and the identifiers and names for keyword search,
+    written like an experience's keywords."""
+    text = f"{query.task}\n{query.intent}" if query.intent else query.task
+    return text, keywords_of([text])
 
 
 @lru_cache(maxsize=2048)
@@ -204,7 +297,9 @@ def experience_recall(
 ) -> RecallResult:
     started = time.perf_counter()
     vector = _query_vector(_query_text(query), get_embedder().model_name)
-    sql, params = candidates_sql(project=project, query=query, vector=vector)
+    sql, params = candidates_sql(
+        project=project, query=query, vector=vector, keywords=query_keywords(query)
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()

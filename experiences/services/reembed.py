@@ -74,10 +74,10 @@ def experiences_reembed(
     for start in range(0, len(ids), batch):
         rows = list(
             Experience.objects.filter(pk__in=ids[start : start + batch]).only(
-                "pk", "task", "advice"
+                "pk", "task", "summary", "intent"
             )
         )
-        vectors = embed_in_batches([f"{e.task}\n{e.advice}" for e in rows])
+        vectors = embed_in_batches([e.scene_text for e in rows])
         for experience, vector in zip(rows, vectors, strict=True):
             experience.embedding = vector
             experience.embedding_model = model

@@ -64,7 +64,7 @@ def test_scope_is_normalised_and_audited(project, admin_user):
     assert event.before == {"environments": [], "agents": [], "users": []}
 
 
-def test_an_edit_makes_a_human_version_and_re_embeds(project, admin_user):
+def test_an_edit_makes_a_human_version_and_keeps_the_scene_vector(project, admin_user):
     experience = make(project)
     curation.experience_edit(
         experience_id=experience.pk,
@@ -75,8 +75,22 @@ def test_an_edit_makes_a_human_version_and_re_embeds(project, admin_user):
     experience.refresh_from_db()
     assert experience.source == "human" and experience.version == 2
     assert experience.tools == ["docker_logs", "grep"]
-    assert experience.embedding[0] != pytest.approx(1.0)  # the real embedding of the new text
+    # The vector is the scene's (summary and intent), and rewording the advice keeps the scene.
+    assert experience.embedding[0] == pytest.approx(1.0)
     assert experience.versions.first().reason == "edited by ada"
+
+
+def test_an_edit_of_the_intent_re_embeds_the_scene(project, admin_user):
+    experience = make(project)
+    curation.experience_edit(
+        experience_id=experience.pk,
+        advice=experience.advice,
+        scene={"intent": "find why a container restarts"},
+        user=admin_user,
+    )
+    experience.refresh_from_db()
+    assert experience.intent == "find why a container restarts"
+    assert experience.embedding[0] != pytest.approx(1.0)  # the real embedding of the new scene
 
 
 def test_empty_advice_is_refused(project, admin_user):

@@ -110,9 +110,8 @@ def test_reembed_updates_only_vectors_of_another_model(project, openai_embedding
     current.refresh_from_db()
     assert "re-embedded 1 experience(s)" in out.getvalue()
     assert stale.embedding_model == "fake-embed"
-    assert np.allclose(
-        stale.embedding, fake_vector("web restarts\n" + stale.advice, 384), atol=1e-6
-    )
+    # the vector is the scene's (summary, or the task when there is none), not the advice's
+    assert np.allclose(stale.embedding, fake_vector("web restarts", 384), atol=1e-6)
     assert np.allclose(current.embedding, fake_vector("old", 384), atol=1e-6)
     # the re-embedded one is compared with the library again (by beat's sweep); the other is not
     assert stale.dedup_checked_version == 0 and current.dedup_checked_version == current.version

@@ -21,7 +21,9 @@ def reviewed(api) -> int:
 def test_experience_list_shows_scene_advice_path_and_provenance(api, reviewed):
     (item,) = api.get("experiences").json()["items"]
 
-    assert item["advice"].startswith("When you handle a task like")
+    assert item["advice"].startswith(
+        'When you work on "Service svc-a cannot reach svc-b in the prod namespace; svc-a gets'
+    )
     assert item["scene"]["environment"] == ["k8s"] and "kubectl_logs" in item["scene"]["tools"]
     assert item["scene"]["agent"] == "ops-bot" and item["scene"]["task_type"] == "operation"
     assert (item["polarity"], item["status"], item["source"]) == (

@@ -31,12 +31,19 @@ def test_a_good_review_is_parsed_and_measured(llm_settings, fake_openai):
     outcome = LLMReviewer().review(a_request())
 
     assert outcome.reviewer == "llm" and outcome.model == "fake-reviewer"
-    assert outcome.prompt_version == "llm-1"
+    assert outcome.prompt_version == "llm-2"
     assert (outcome.prompt_tokens, outcome.completion_tokens) == (850, 240)
     assert [j.label for j in outcome.template.labels] == ["necessary", "failed", "necessary"]
     sent = fake_openai.chat_requests[0]
     assert sent["response_format"]["type"] == "json_schema"
-    assert "mutually exclusive" in sent["messages"][0]["content"]
+    system = sent["messages"][0]["content"]
+    assert "mutually exclusive" in system
+    # the same rule set as the offline reviewer: causality with a correlated-but-unnecessary
+    # example, failure localisation, the scene summary
+    assert "correlated but unnecessary" in system and "find where it went wrong" in system
+    assert "scene_summary" in system and "100-150 characters" in system
+    schema = sent["response_format"]["json_schema"]["schema"]
+    assert {"scene_summary", "strategy", "pitfall"} <= set(schema["properties"])
     assert "[1] tool_call docker_update" in sent["messages"][1]["content"]
 
 
@@ -85,9 +92,14 @@ def test_an_llm_review_is_stored_with_model_tokens_and_latency(llm_settings, pro
     assert (review.reviewer, review.model, review.prompt_version) == (
         "llm",
         "fake-reviewer",
-        "llm-1",
+        "llm-2",
     )
     assert (review.prompt_tokens, review.completion_tokens) == (850, 240)
     assert review.experience.startswith("When you use docker_logs")
     assert set(trace.steps.values_list("label_source", flat=True)) == {"llm"}
     assert trace.experience_sources.get().experience.source == "llm"
+    # The LLM's scene summary is what the experience is matched on; its strategy and pitfall
+    # are kept for contrast with other runs of the task.
+    experience = trace.experience_sources.get().experience
+    assert experience.summary.startswith("Find why the web container keeps restarting")
+    assert experience.strategy == "docker_logs, then docker_update memory=1g"

@@ -44,7 +44,8 @@ def make_experience(project, key: str = "restart", **fields) -> Experience:
         "environment": ["docker"],
     }
     values.update(fields)
-    (values["embedding"],) = get_embedder().embed([f"{values['task']}\n{values['advice']}"])
+    values.setdefault("summary", values["task"])
+    (values["embedding"],) = get_embedder().embed([values["summary"]])  # the scene's vector
     values["embedding_model"] = get_embedder().model_name
     return Experience.objects.create(**values)
 
@@ -63,9 +64,13 @@ def test_recall_ranks_the_relevant_experience_first(recall_api, project):
     item = response.json()["items"][0]
     assert item["advice"] == ADVICE["restart"] and item["polarity"] == "success"
     parts = item["score_parts"]
-    assert set(parts) == {"similarity", "decay", "environment", "evidence"}
+    assert set(parts) == {
+        "relevance", "vector_rank", "keyword_rank", "similarity", "decay", "environment",
+        "evidence",
+    }  # fmt: skip
+    assert parts["vector_rank"] == 1 and parts["keyword_rank"] == 1  # first in both rankings
     assert item["score"] == pytest.approx(
-        parts["similarity"] * parts["decay"] * parts["environment"] * parts["evidence"], rel=1e-3
+        parts["relevance"] * parts["decay"] * parts["environment"] * parts["evidence"], rel=1e-3
     )
     assert (
         RecallLog.objects.get(pk=response.json()["id"]).returned[0]["experience_id"] == restart.pk

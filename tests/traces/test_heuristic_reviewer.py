@@ -1,11 +1,44 @@
-"""The offline reviewer's documented rules, each on a hand-built trajectory."""
+"""The offline reviewer's documented rules (heuristic-2), each on a small hand-built trajectory.
+
+One behaviour per test, each rule of the module docstring with the trajectory that shows it.
+"""
+
+import re
+
+import pytest
 
 from tests.traces.review_builders import request_for, sv, tv
 from traces.review.heuristic import HeuristicReviewer, key_values, label_steps
+from traces.review.scene import SUMMARY_CHARS, SUMMARY_MIN_CHARS, action_phrase, scene_summary
+
+
+def judgements(trace, steps):
+    return label_steps(request_for(trace, steps))
 
 
 def labels_of(trace, steps) -> dict[int, str]:
-    return {i: j.label for i, j in label_steps(request_for(trace, steps)).items()}
+    return {i: j.label for i, j in judgements(trace, steps).items()}
+
+
+def review(trace, steps):
+    return HeuristicReviewer().review(request_for(trace, steps))
+
+
+# ---------------------------------------------------------------------------- trajectories
+
+SEARCH_RESULTS = (
+    "Page 1 (Total results: 2)\n[B07X1] Bon Jovi Greatest Hits (remastered, 2 CDs) $14.99\n"
+    "[B08Y2] Queen Greatest Hits (1981 compilation) $24.99"
+)
+
+
+def shop(outcome: str = "success", **fields):
+    return tv(
+        task="Buy a greatest hits album under 20 dollars",
+        environment=["webshop"],
+        outcome=outcome,
+        **fields,
+    )
 
 
 def seed_000_trajectory():
@@ -48,6 +81,63 @@ def seed_000_trajectory():
     return trace, steps
 
 
+def refused_answer_trajectory():
+    """A failed QA run: the agent misread the year and the checker refused the answer."""
+    question = "What year was the band that sang Livin' on a Prayer formed?"
+    trace = tv(task=question, outcome="failure", final_answer="1985", environment=["wiki"])
+    steps = [
+        sv(0, "user_input", content=question),
+        sv(
+            1,
+            tool="search",
+            arguments={"query": "Livin' on a Prayer"},
+            observation="Livin' on a Prayer is a song by Bon Jovi, released in 1986.",
+        ),
+        sv(
+            2,
+            tool="search",
+            arguments={"query": "Bon Jovi"},
+            observation="Bon Jovi is an American rock band formed in 1983 in Sayreville.",
+        ),
+        sv(3, "llm_reasoning", content="The band was formed in 1985."),
+        sv(4, tool="finish", arguments={"answer": "1985"}, observation="Answer is INCORRECT"),
+    ]
+    return trace, steps
+
+
+def wrong_turn_trajectory():
+    """A failed shopping run: the agent picked the album over budget and bought it."""
+    steps = [
+        sv(0, "user_input", content="Buy a greatest hits album under 20 dollars"),
+        sv(
+            1, tool="search", arguments={"query": "greatest hits album"}, observation=SEARCH_RESULTS
+        ),
+        sv(2, "llm_reasoning", content="I will take the Queen album."),
+        sv(
+            3,
+            tool="click",
+            arguments={"target": "B08Y2"},
+            observation="Queen Greatest Hits. Price: $24.99. Format: [CD] [Vinyl]. [Buy Now]",
+        ),
+        sv(
+            4,
+            tool="click",
+            arguments={"target": "Vinyl"},
+            observation="Queen Greatest Hits, Vinyl selected. [Buy Now]",
+        ),
+        sv(
+            5,
+            tool="click",
+            arguments={"target": "Buy Now"},
+            observation="Your score (min 0.0, max 1.0): 0.0",
+        ),
+    ]
+    return shop("failure"), steps
+
+
+# ---------------------------------------------------------------------------- seed 000
+
+
 def test_seed_000_restarts_are_redundant_and_the_logs_are_necessary():
     labels = labels_of(*seed_000_trajectory())
 
@@ -57,27 +147,102 @@ def test_seed_000_restarts_are_redundant_and_the_logs_are_necessary():
     assert labels[0] == "necessary"  # the request
 
 
-def test_seed_000_advice_is_second_person_tool_advice():
-    trace, steps = seed_000_trajectory()
-    outcome = HeuristicReviewer().review(request_for(trace, steps))
+def test_seed_000_yields_a_strategy_of_the_calls_that_mattered_with_their_arguments():
+    outcome = review(*seed_000_trajectory())
     template = outcome.template
 
     assert template.experience.startswith(
-        'When you handle a task like "Service svc-a cannot reach svc-b in the prod namespace" '
-        "on k8s,"
+        'When you work on "Service svc-a cannot reach svc-b in the prod namespace'
     )
-    assert "first use kubectl_get_pods, then kubectl_logs" in template.experience
-    assert "Skip docker_restart" in template.experience
+    assert '(k8s), kubectl_get_pods "prod", then kubectl_logs "svc-a-7d9f", then ' in (
+        template.experience
+    )
+    assert "docker_restart" not in template.strategy
+    assert any("skip docker_restart" in line for line in template.improvements)
     assert template.worth_reference
     assert template.effective_steps == [0, 1, 4, 5, 6]
-    assert outcome.reviewer == "heuristic" and outcome.prompt_version == "heuristic-1"
 
 
-def test_an_errored_step_is_failed():
-    labels = labels_of(
+def test_the_reviewer_is_heuristic_2():
+    outcome = review(*seed_000_trajectory())
+    assert outcome.reviewer == "heuristic"
+    assert outcome.prompt_version == "heuristic-2"
+
+
+# ---------------------------------------------------------------------------- 1. failed
+
+
+def test_an_errored_step_is_failed_with_high_confidence():
+    judged = judgements(
         tv(), [sv(0, tool="curl", is_error=True, error_type="Timeout"), sv(1, tool="ok")]
     )
-    assert labels[0] == "failed"
+    assert (judged[0].label, judged[0].confidence) == ("failed", 0.95)
+    assert "Timeout" in judged[0].reason
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        "Could not find the page [[Bon Jovi (band)]]",
+        "No Results",
+        "No results found for 'greatest hits'",
+        "Invalid action!",
+        "permission denied",
+        "Permission denied: /etc/shadow",
+        'Error from server (NotFound): deployments "pay" not found',
+        "HTTP/1.1 404 Not Found",
+    ],
+)
+def test_a_result_that_opens_like_an_error_is_failed(result):
+    steps = [sv(0, tool="lookup", arguments={"q": "x"}, observation=result), sv(1, tool="ok")]
+    judged = judgements(tv(), steps)
+    assert (judged[0].label, judged[0].confidence) == ("failed", 0.8)
+
+
+def test_a_result_opening_with_http_404_is_failed():
+    steps = [sv(0, tool="fetch", arguments={"url": "x"}, observation="HTTP 404"), sv(1, tool="ok")]
+    assert labels_of(tv(), steps)[0] == "failed"
+
+
+@pytest.mark.parametrize("result", ["Found 3 results", "results: none found further down"])
+def test_a_result_that_only_mentions_a_failure_word_later_is_not_failed(result):
+    steps = [sv(0, tool="lookup", arguments={"q": "x"}, observation=result), sv(1, tool="ok")]
+    assert labels_of(tv(), steps)[0] != "failed"
+
+
+def test_a_refused_final_answer_is_failed():
+    judged = judgements(*refused_answer_trajectory())
+    assert (judged[4].label, judged[4].confidence) == ("failed", 0.85)
+    assert "INCORRECT" in judged[4].reason
+
+
+def test_the_thought_that_produced_a_refused_answer_is_misleading():
+    judged = judgements(*refused_answer_trajectory())
+    assert (judged[3].label, judged[3].confidence) == ("misleading", 0.7)
+    assert "refused" in judged[3].reason
+
+
+def test_a_final_score_of_zero_is_a_verdict_against_the_run():
+    judged = judgements(*wrong_turn_trajectory())
+    assert (judged[5].label, judged[5].confidence) == ("failed", 0.85)
+
+
+def test_an_empty_final_result_of_a_failed_run_is_failed_with_low_confidence():
+    steps = [
+        sv(0, tool="kubectl_get", arguments={"namespace": "prod"}, observation="payments 0/2"),
+        sv(1, tool="kubectl_rollout_restart", arguments={"deployment": "payments"}),
+    ]
+    judged = judgements(tv(task="Restart payments in prod", outcome="failure"), steps)
+    assert (judged[1].label, judged[1].confidence) == ("failed", 0.6)
+
+
+def test_a_refusal_only_counts_as_a_verdict_in_a_failed_run():
+    trace, steps = refused_answer_trajectory()
+    success = tv(task=trace.task, outcome="success", final_answer="1983")
+    assert labels_of(success, steps)[4] != "failed"
+
+
+# ---------------------------------------------------------------------------- 2. redundant
 
 
 def test_an_identical_repeated_call_is_redundant():
@@ -85,7 +250,8 @@ def test_an_identical_repeated_call_is_redundant():
         sv(0, tool="get", arguments={"id": 1}, observation="x"),
         sv(1, tool="get", arguments={"id": 1}, observation="x"),
     ]
-    assert labels_of(tv(outcome="unknown"), steps)[1] == "redundant"
+    judged = judgements(tv(outcome="unknown"), steps)
+    assert (judged[1].label, judged[1].confidence) == ("redundant", 0.9)
 
 
 def test_a_retry_after_a_failure_is_not_a_repeat():
@@ -97,7 +263,61 @@ def test_a_retry_after_a_failure_is_not_a_repeat():
     assert labels == {0: "failed", 1: "necessary"}
 
 
-def test_a_path_abandoned_after_an_error_is_misleading():
+def test_a_result_that_repeats_an_earlier_result_is_redundant():
+    steps = [
+        sv(
+            0, tool="search", arguments={"query": "greatest hits album"}, observation=SEARCH_RESULTS
+        ),
+        sv(
+            1,
+            tool="search",
+            arguments={"query": "greatest hits albums"},
+            observation=SEARCH_RESULTS,
+        ),
+        sv(2, tool="click", arguments={"target": "B07X1"}, observation="Bon Jovi. [Buy Now]"),
+        sv(3, tool="click", arguments={"target": "Buy Now"}, observation="Thank you"),
+    ]
+    judged = judgements(shop(), steps)
+    assert (judged[1].label, judged[1].confidence) == ("redundant", 0.8)
+    assert "step 0" in judged[1].reason
+    assert judged[0].label == "necessary"  # the first copy is the one the click used
+
+
+def test_the_last_successful_call_is_necessary_even_when_its_result_reads_like_an_earlier_one():
+    restarted = "deployment.apps/payments-worker restarted"
+    steps = [
+        sv(0, tool="rollout_restart", arguments={"ns": "staging"}, observation=restarted),
+        sv(1, tool="rollout_restart", arguments={"ns": "prod"}, observation=restarted),
+    ]
+    labels = labels_of(tv(task="Restart the payments worker in prod"), steps)
+    assert labels[1] == "necessary"
+
+
+def test_a_back_navigation_call_is_redundant():
+    steps = [
+        sv(
+            0, tool="search", arguments={"query": "greatest hits album"}, observation=SEARCH_RESULTS
+        ),
+        sv(1, tool="click", arguments={"target": "B08Y2"}, observation="Queen $24.99 [< Prev]"),
+        sv(2, tool="click", arguments={"target": "< Prev"}, observation=SEARCH_RESULTS + " p1"),
+        sv(3, tool="click", arguments={"target": "B07X1"}, observation="Bon Jovi $14.99 [Buy]"),
+        sv(4, tool="click", arguments={"target": "Buy"}, observation="Thank you"),
+    ]
+    judged = judgements(shop(), steps)
+    assert (judged[2].label, judged[2].confidence) == ("redundant", 0.6)
+
+
+@pytest.mark.parametrize("argument", ["Back to Search", "undo", "Cancel", "go back"])
+def test_undo_and_cancel_calls_are_navigation_not_progress(argument):
+    steps = [
+        sv(0, tool="open", arguments={"item": "cart"}, observation="cart: 2 items"),
+        sv(1, tool="click", arguments={"target": argument}, observation="home page"),
+        sv(2, tool="checkout", arguments={}, observation="order placed"),
+    ]
+    assert labels_of(tv(task="check out the cart"), steps)[1] == "redundant"
+
+
+def test_a_step_that_only_fed_a_failed_call_is_redundant_in_a_success():
     steps = [
         sv(0, tool="ssh_exec", arguments={"cmd": "ls /var/log"}, observation="app.log"),
         sv(
@@ -110,12 +330,43 @@ def test_a_path_abandoned_after_an_error_is_misleading():
         sv(
             2,
             tool="log_api_query",
-            arguments={"service": "app"},
+            arguments={"service": "payments"},
             observation="OOM at 03:12 pid=4411",
         ),
     ]
     labels = labels_of(tv(final_answer="killed by OOM, pid=4411"), steps)
-    assert labels == {0: "misleading", 1: "failed", 2: "necessary"}
+    assert labels == {0: "redundant", 1: "failed", 2: "necessary"}
+
+
+def test_a_call_nothing_used_is_redundant_with_low_confidence():
+    steps = [
+        sv(0, tool="uptime", observation="up 3 days"),
+        sv(1, tool="deploy", arguments={"service": "svc-a"}, observation="deployed"),
+    ]
+    judged = judgements(tv(), steps)
+    assert (judged[0].label, judged[0].confidence) == ("redundant", 0.55)
+
+
+# ---------------------------------------------------------------------------- 3. necessary
+
+
+def test_the_first_user_input_states_the_request():
+    steps = [sv(0, "user_input", content="svc-a times out"), sv(1, tool="t", observation="x")]
+    judged = judgements(tv(), steps)
+    assert (judged[0].label, judged[0].confidence) == ("necessary", 0.9)
+
+
+def test_a_clicked_element_offered_by_an_earlier_result_makes_that_result_necessary():
+    steps = [
+        sv(0, tool="list_catalog", arguments={}, observation=SEARCH_RESULTS),
+        sv(1, tool="weather", arguments={"city": "Paris"}, observation="sunny"),
+        sv(2, tool="click", arguments={"target": "B07X1"}, observation="Bon Jovi. [Buy Now]"),
+        sv(3, tool="click", arguments={"target": "Buy Now"}, observation="Thank you"),
+    ]
+    judged = judgements(shop(), steps)
+    assert (judged[0].label, judged[0].confidence) == ("necessary", 0.85)
+    assert "verbatim" in judged[0].reason and "step 2" in judged[0].reason
+    assert judged[1].label == "redundant"
 
 
 def test_a_value_used_by_a_later_necessary_step_makes_a_step_necessary():
@@ -128,6 +379,42 @@ def test_a_value_used_by_a_later_necessary_step_makes_a_step_necessary():
     assert labels == {0: "necessary", 1: "redundant", 2: "necessary"}
 
 
+def test_a_value_link_is_weaker_evidence_than_a_verbatim_one():
+    steps = [
+        sv(0, tool="find_user", arguments={"email": "a@b.c"}, observation="user_id=u-93817"),
+        sv(
+            1,
+            tool="notify",
+            arguments={"text": "Hello u-93817, your order is late"},
+            observation="sent",
+        ),
+    ]
+    judged = judgements(tv(), steps)
+    assert (judged[0].label, judged[0].confidence) == ("necessary", 0.75)
+
+    verbatim = [steps[0], sv(1, tool="list_orders", arguments={"user_id": "u-93817"})]
+    assert judgements(tv(), verbatim)[0].confidence == 0.85
+
+
+def test_a_value_is_credited_to_the_latest_step_that_produced_it():
+    steps = [
+        sv(0, tool="lookup", arguments={"table": "pending"}, observation="order-7781 pending"),
+        sv(
+            1, tool="lookup", arguments={"table": "shipped"}, observation="order-7781 shipped today"
+        ),
+        sv(2, tool="send", arguments={"text": "Your order order-7781 shipped"}, observation="sent"),
+    ]
+    labels = labels_of(tv(task="Tell the customer when their parcel ships"), steps)
+    assert labels == {0: "redundant", 1: "necessary", 2: "necessary"}
+
+
+def test_without_a_final_answer_the_last_call_of_a_success_is_necessary():
+    steps = [sv(0, tool="a", observation="fine"), sv(1, tool="deploy", observation="done")]
+    judged = judgements(tv(outcome="success"), steps)
+    assert (judged[1].label, judged[1].confidence) == ("necessary", 0.8)
+    assert judged[0].label == "redundant"
+
+
 def test_without_a_final_answer_the_last_successful_call_is_necessary():
     steps = [
         sv(0, tool="a", observation="fine"),
@@ -138,40 +425,298 @@ def test_without_a_final_answer_the_last_successful_call_is_necessary():
     assert labels == {0: "redundant", 1: "necessary", 2: "failed"}
 
 
-def test_a_failed_trajectory_yields_a_lesson_with_what_to_do_instead():
+def test_a_successful_run_whose_answer_names_no_value_still_has_an_effective_call():
+    steps = [sv(0, tool="check", observation="fine"), sv(1, tool="restart_pool", observation="ok")]
+    labels = labels_of(
+        tv(outcome="success", final_answer="Raised the pool size; errors stopped."), steps
+    )
+    assert labels == {0: "redundant", 1: "necessary"}
+
+
+def test_a_call_acting_on_the_request_is_necessary_with_low_confidence():
+    steps = [
+        sv(0, tool="uptime", observation="up 3 days"),
+        sv(1, tool="describe", arguments={"name": "payments worker"}, observation="pw-6f: 2/2"),
+        sv(2, tool="rollout_restart", arguments={"name": "payments-worker"}, observation="done"),
+    ]
+    judged = judgements(tv(task="Restart the payments worker"), steps)
+    assert (judged[1].label, judged[1].confidence) == ("necessary", 0.6)
+    assert "request" in judged[1].reason
+    assert judged[0].label == "redundant"
+
+
+def test_a_blind_action_on_a_service_the_request_names_is_not_credited_when_an_answer_exists():
+    trace, steps = seed_000_trajectory()
+    assert steps[2].arguments == {"container": "svc-b"}  # svc-b is in the request
+    assert labels_of(trace, steps)[2] == "redundant"  # no thought read it, the answer exists
+
+
+# ---------------------------------------------------------------------------- 4. misleading
+
+
+def test_a_result_the_agent_turned_down_and_never_used_is_misleading():
     steps = [
         sv(
             0,
-            tool="apt_install",
-            arguments={"pkg": "libssl1.1"},
-            is_error=True,
-            error_type="PackageNotFound",
-            observation="E: Unable to locate package libssl1.1",
+            tool="search",
+            arguments={"query": "Bon Jovi album"},
+            observation="Slippery When Wet is the third studio album, released in August 1986.",
         ),
+        sv(1, "llm_reasoning", content="This does not mention when the band was formed."),
+        sv(
+            2,
+            tool="search",
+            arguments={"query": "Bon Jovi band"},
+            observation="Bon Jovi is an American rock band formed in 1983 in Sayreville.",
+        ),
+        sv(3, "llm_reasoning", content="The band was formed in 1983."),
+        sv(4, tool="finish", arguments={"answer": "1983"}, observation="Episode finished"),
+    ]
+    trace = tv(task="When was the band Bon Jovi formed?", final_answer="1983")
+    judged = judgements(trace, steps)
+    assert (judged[0].label, judged[0].confidence) == ("misleading", 0.55)
+    assert "turned its result down at step 1" in judged[0].reason
+    assert judged[2].label == judged[3].label == judged[4].label == "necessary"
+
+
+def test_a_product_page_turned_down_as_too_expensive_is_misleading():
+    steps = [
+        sv(
+            0, tool="search", arguments={"query": "greatest hits album"}, observation=SEARCH_RESULTS
+        ),
+        sv(1, tool="click", arguments={"target": "B08Y2"}, observation="Queen $24.99 [Buy Now]"),
+        sv(2, "llm_reasoning", content="This one is too expensive."),
+        sv(3, tool="click", arguments={"target": "B07X1"}, observation="Bon Jovi $14.99 [Buy Now]"),
+        sv(4, tool="click", arguments={"target": "Buy Now"}, observation="Thank you"),
+    ]
+    assert labels_of(shop(), steps)[1] == "misleading"
+
+
+def test_a_turned_down_result_the_run_used_later_stays_necessary():
+    steps = [
+        sv(
+            0,
+            tool="search",
+            arguments={"query": "Bon Jovi"},
+            observation="Bon Jovi is a rock band from Sayreville, founded by Jon Bongiovi.",
+        ),
+        sv(1, "llm_reasoning", content="This does not say when they formed."),
+        sv(
+            2,
+            tool="search",
+            arguments={"query": "Jon Bongiovi"},
+            observation="Jon Bongiovi started the band Bon Jovi in 1983.",
+        ),
+        sv(3, "llm_reasoning", content="The band was formed in 1983."),
+        sv(4, tool="finish", arguments={"answer": "1983"}, observation="Episode finished"),
+    ]
+    judged = judgements(tv(task="When was the band Bon Jovi formed?", final_answer="1983"), steps)
+    assert judged[0].label == "necessary"  # its founder's name was searched next
+    assert (judged[1].label, judged[1].confidence) == ("misleading", 0.55)
+    assert "used later" in judged[1].reason
+
+
+def test_a_call_undone_right_after_is_misleading():
+    steps = [
+        sv(
+            0, tool="search", arguments={"query": "greatest hits album"}, observation=SEARCH_RESULTS
+        ),
+        sv(1, tool="click", arguments={"target": "B08Y2"}, observation="Queen $24.99 [< Prev]"),
+        sv(2, tool="click", arguments={"target": "< Prev"}, observation=SEARCH_RESULTS + " p1"),
+        sv(3, tool="click", arguments={"target": "B07X1"}, observation="Bon Jovi $14.99 [Buy]"),
+        sv(4, tool="click", arguments={"target": "Buy"}, observation="Thank you"),
+    ]
+    judged = judgements(shop(), steps)
+    assert (judged[1].label, judged[1].confidence) == ("misleading", 0.55)
+    assert "undone at step 2" in judged[1].reason
+
+
+def test_in_a_failed_run_the_first_choice_of_an_offered_item_is_the_wrong_turn():
+    judged = judgements(*wrong_turn_trajectory())
+    assert (judged[3].label, judged[3].confidence) == ("misleading", 0.6)
+    assert "wrong turn" in judged[3].reason
+
+
+def test_in_a_failed_run_the_calls_that_built_on_the_wrong_turn_are_misleading():
+    judged = judgements(*wrong_turn_trajectory())
+    assert judged[4].label == "misleading"
+    assert "wrong turn at step 3" in judged[4].reason
+
+
+def test_in_a_failed_run_the_right_moves_before_the_wrong_turn_are_necessary():
+    judged = judgements(*wrong_turn_trajectory())
+    assert (judged[1].label, judged[1].confidence) == ("necessary", 0.55)
+    assert judged[0].label == "necessary"
+
+
+def test_in_a_partly_failed_run_the_wrong_turn_is_the_last_choice():
+    _, steps = wrong_turn_trajectory()
+    steps[-1] = sv(
+        5, tool="click", arguments={"target": "Buy Now"}, observation="Your score: 0.5 of 1.0"
+    )
+    judged = judgements(shop("partial"), steps)
+    assert judged[4].label == "misleading" and "wrong turn" in judged[4].reason
+    assert "wrong turn" not in judged[3].reason
+    assert judged[5].label == "misleading"  # it committed a result that only partly met it
+
+
+def test_the_final_action_of_a_failed_run_without_a_verdict_is_misleading():
+    steps = [
+        sv(0, tool="apt_install", arguments={"pkg": "libssl1.1"}, is_error=True),
         sv(1, tool="apt_install", arguments={"pkg": "libssl3"}, observation="installed libssl3"),
     ]
-    outcome = HeuristicReviewer().review(
-        request_for(
-            tv(outcome="failure", final_answer="libssl3 installed but the build still fails"), steps
-        )
+    judged = judgements(tv(outcome="failure"), steps)
+    assert (judged[1].label, judged[1].confidence) == ("misleading", 0.6)
+
+
+def test_a_call_the_user_complained_about_right_after_is_misleading():
+    steps = [
+        sv(0, "user_input", content="Restart the payments worker in prod"),
+        sv(1, tool="restart", arguments={"ns": "staging"}, observation="restarted in staging"),
+        sv(2, "user_input", content="That's wrong, I said prod"),
+        sv(3, tool="restart", arguments={"ns": "prod"}, observation="restarted in prod"),
+    ]
+    judged = judgements(tv(task="Restart the payments worker in prod"), steps)
+    assert (judged[1].label, judged[1].confidence) == ("misleading", 0.7)
+    assert judged[3].label == "necessary"
+
+
+def test_a_complaint_is_recognised_when_the_task_came_in_the_trace_not_a_user_turn():
+    steps = [
+        sv(0, tool="restart", arguments={"ns": "staging"}, observation="restarted in staging"),
+        sv(1, "user_input", content="That's wrong, I said prod"),
+        sv(2, tool="restart", arguments={"ns": "prod"}, observation="restarted in prod"),
+    ]
+    assert labels_of(tv(task="Restart the payments worker in prod"), steps)[0] == "misleading"
+
+
+# ---------------------------------------------------------------------------- 5. reasoning
+
+
+def test_a_thought_deciding_a_necessary_call_is_necessary():
+    steps = [
+        sv(0, tool="uptime", observation="up 3 days"),
+        sv(1, "llm_reasoning", content="Now deploy it."),
+        sv(2, tool="deploy", observation="done"),
+    ]
+    judged = judgements(tv(), steps)
+    assert (judged[1].label, judged[1].confidence) == ("necessary", 0.7)
+    assert "decides step 2" in judged[1].reason
+
+
+def test_a_thought_deciding_a_misleading_call_is_misleading():
+    judged = judgements(*wrong_turn_trajectory())
+    assert judged[2].label == "misleading"
+    assert "decides step 3" in judged[2].reason
+
+
+def test_a_thought_deciding_a_failed_call_in_a_run_that_recovered_is_redundant():
+    steps = [
+        sv(0, "llm_reasoning", content="Let me look."),
+        sv(1, tool="read_file", arguments={"path": "/etc/app.yml"}, is_error=True),
+        sv(
+            2, tool="read_file", arguments={"path": "/etc/app/config.yml"}, observation="port: 8443"
+        ),
+    ]
+    judged = judgements(tv(task="Read the app port", final_answer="port 8443"), steps)
+    assert (judged[0].label, judged[0].confidence) == ("redundant", 0.55)
+
+
+def test_a_thought_deciding_the_first_failed_call_is_a_try_not_misleading():
+    steps = [
+        sv(0, "llm_reasoning", content="I will read the config file."),
+        sv(1, tool="read_file", arguments={"path": "/etc/app.yml"}, is_error=True),
+    ]
+    assert labels_of(tv(task="Read the app port", outcome="failure"), steps)[0] == "redundant"
+
+
+def test_a_thought_that_keeps_to_a_path_that_failed_before_is_misleading():
+    steps = [
+        sv(0, tool="read_file", arguments={"path": "/etc/app.yml"}, is_error=True),
+        sv(1, "llm_reasoning", content="Let me try another place."),
+        sv(2, tool="read_file", arguments={"path": "/etc/app/app.yml"}, is_error=True),
+        sv(
+            3, tool="read_file", arguments={"path": "/etc/app/config.yml"}, observation="port: 8443"
+        ),
+    ]
+    labels = labels_of(tv(task="Read the app port", final_answer="port 8443"), steps)
+    assert labels[1] == "misleading"
+
+
+def test_a_thought_that_produced_the_final_answer_is_judged_by_the_answer_not_the_next_call():
+    trace, steps = refused_answer_trajectory()
+    judged = judgements(trace, steps)
+    assert "decides" not in judged[3].reason  # it produced the answer: rule 4, not rule 5
+
+    success = tv(task=trace.task, outcome="success", final_answer="1983")
+    steps[3] = sv(3, "llm_reasoning", content="The band was formed in 1983.")
+    steps[4] = sv(4, tool="finish", arguments={"answer": "1983"}, observation="Episode finished")
+    judged = judgements(success, steps)
+    assert judged[3].label == "necessary" and "final answer" in judged[3].reason
+
+
+# ---------------------------------------------------------------------------- confidence
+
+
+def test_confidence_reflects_the_evidence_behind_each_label():
+    steps = [
+        sv(0, tool="kubectl_get", arguments={"name": "pw-x"}, is_error=True, error_type="NotFound"),
+        sv(1, tool="kubectl_get", arguments={"name": "pay"}, observation="Error: not found"),
+        sv(2, tool="uptime", observation="up 3 days"),
+        sv(3, tool="describe", arguments={"name": "payments worker"}, observation="pw-6f: 2/2"),
+        sv(4, tool="rollout_restart", arguments={"name": "payments-worker"}, observation="done"),
+    ]
+    judged = judgements(tv(task="Restart the payments worker"), steps)
+    confidence = {i: j.confidence for i, j in judged.items()}
+
+    assert confidence[0] == 0.95  # the error flag
+    assert confidence[1] == 0.8  # an error read from the text
+    assert confidence[3] == 0.6  # only acts on the request
+    assert confidence[2] == 0.55  # nothing used it
+    assert confidence[0] > confidence[1] > confidence[3] > confidence[2]
+
+
+# ---------------------------------------------------------------------------- the template
+
+
+def test_a_success_yields_a_strategy_of_tool_calls_with_their_arguments():
+    steps = [
+        sv(
+            0, tool="search", arguments={"query": "greatest hits album"}, observation=SEARCH_RESULTS
+        ),
+        sv(1, tool="click", arguments={"target": "B07X1"}, observation="Bon Jovi. [Buy Now]"),
+        sv(2, tool="click", arguments={"target": "Buy Now"}, observation="Thank you"),
+    ]
+    template = review(shop(), steps).template
+    assert template.experience == (
+        'When you work on "Buy a greatest hits album under 20 dollars" (webshop), '
+        'search "greatest hits album", then click "B07X1", then click "Buy Now".'
     )
-
-    assert outcome.template.worth_reference
-    assert "do not rely on apt_install" in outcome.template.experience
-    assert "PackageNotFound" in outcome.template.experience
-    assert "Instead, use" not in outcome.template.experience  # same tool: not a switch
-
-
-def test_a_trajectory_with_nothing_to_learn_is_not_worth_referencing():
-    steps = [sv(0, "llm_reasoning", content="thinking"), sv(1, "llm_reasoning", content="done")]
-    outcome = HeuristicReviewer().review(request_for(tv(outcome="unknown"), steps))
-    assert not outcome.template.worth_reference
+    assert (
+        template.strategy
+        == 'search "greatest hits album", then click "B07X1", then click "Buy Now"'
+    )
+    assert template.pitfall == ""
 
 
-def test_key_values_are_identifiers_numbers_and_names():
-    values = key_values("pod svc-a-7d9f at 10.0.3.17:8080 hit NetworkPolicy; error true the")
-    assert {"svc-a-7d9f", "10.0.3.17", "8080", "networkpolicy"} <= values
-    assert not {"error", "true", "the", "pod"} & values
+def test_a_success_that_went_wrong_on_the_way_adds_what_not_to_do():
+    steps = [
+        sv(
+            0,
+            tool="read_file",
+            arguments={"path": "/etc/app.yml"},
+            is_error=True,
+            error_type="FileNotFoundError",
+        ),
+        sv(
+            1, tool="read_file", arguments={"path": "/etc/app/config.yml"}, observation="port: 8443"
+        ),
+    ]
+    template = review(tv(final_answer="port 8443"), steps).template
+    assert template.experience.endswith(
+        ', read_file "/etc/app/config.yml". '
+        'Do not read_file "/etc/app.yml": it led to an error (FileNotFoundError).'
+    )
 
 
 def test_a_tool_that_also_worked_is_not_avoided_wholesale():
@@ -188,17 +733,152 @@ def test_a_tool_that_also_worked_is_not_avoided_wholesale():
             1, tool="read_file", arguments={"path": "/etc/app/config.yml"}, observation="port: 8443"
         ),
     ]
-    template = HeuristicReviewer().review(request_for(tv(final_answer="port 8443"), steps)).template
+    template = review(tv(final_answer="port 8443"), steps).template
 
-    assert "Avoid read_file" not in template.experience
+    assert not re.search(r"(?i)(avoid|do not) read_file(?! \")", template.experience)
+    assert 'avoid read_file "/etc/app.yml"' in " ".join(template.improvements)
     assert any(
-        "read_file" in line and "FileNotFoundError" in line for line in template.improvements
+        "read_file" in line and "FileNotFoundError" in line for line in template.key_decisions
     )
 
 
-def test_a_successful_run_whose_answer_names_no_value_still_has_an_effective_call():
-    steps = [sv(0, tool="check", observation="fine"), sv(1, tool="restart_pool", observation="ok")]
-    labels = labels_of(
-        tv(outcome="success", final_answer="Raised the pool size; errors stopped."), steps
+def test_a_greeting_only_opening_is_dropped_from_the_scene_and_identifiers_are_kept():
+    steps = [
+        sv(0, "user_input", content="Hello there, hope you are well."),
+        sv(1, "user_input", content="Pod svc-a-7d9f in prod-eu is OOMKilled since 10:42."),
+        sv(2, tool="kubectl_logs", arguments={"pod": "svc-a-7d9f"}, observation="OOM pid=4411"),
+    ]
+    template = review(tv(task="Hi!"), steps).template
+
+    assert template.scene_summary == "Pod svc-a-7d9f in prod-eu is OOMKilled since 10:42."
+    assert template.experience.startswith(
+        'When you work on "Pod svc-a-7d9f in prod-eu is OOMKilled since 10:42." (k8s), '
     )
-    assert labels == {0: "redundant", 1: "necessary"}
+    assert not re.search(r"(?i)\b(hi|hello|hope you are well)\b", template.experience)
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "Hi! Restart worker pw-6f in prod-eu.",
+        "Hello there, hope you are well. Restart worker pw-6f in prod-eu.",
+        "Hi, restart worker pw-6f in prod-eu.",
+    ],
+)
+def test_a_greeting_in_front_of_the_request_is_dropped(request_text):
+    summary = scene_summary(request_text)
+    assert "pw-6f" in summary and "prod-eu" in summary
+    assert not re.search(r"(?i)\b(hi|hello|hope)\b", summary)
+
+
+def test_a_long_request_is_cut_to_100_to_150_characters_at_a_word_boundary():
+    text = (
+        "The checkout service svc-checkout-5f7c in namespace prod-eu returns HTTP 502 for roughly "
+        "one request in ten since the deploy at 10:42 yesterday; the on-call engineer already "
+        "restarted it twice without any effect, please find the root cause."
+    )
+    summary = scene_summary(text)
+
+    assert SUMMARY_MIN_CHARS <= len(summary) <= SUMMARY_CHARS
+    assert summary.endswith("…")
+    kept = summary[:-1]
+    assert text.startswith(kept) and text[len(kept)] == " "  # a whole word, not half of one
+    assert "svc-checkout-5f7c" in summary
+
+
+def test_long_json_arguments_are_summarised_never_cut_mid_json():
+    arguments = {
+        "query": "cheapest wireless noise cancelling headphones with at least 30 hours of battery "
+        "life and usb-c charging",
+        "filters": {"price_max": 100, "brand": "Sony"},
+        "tags": ["audio", "bluetooth", "sale"],
+        "page": 2,
+    }
+    steps = [
+        sv(0, tool="search_products", arguments=arguments, observation="[B0C9XK1] Sony $89"),
+        sv(1, tool="click", arguments={"target": "B0C9XK1"}, observation="Thank you"),
+    ]
+    template = review(tv(task="Buy wireless noise cancelling headphones"), steps).template
+    phrase = action_phrase(steps[0])
+
+    assert "filters={2 fields}" in phrase and "tags=[3 items]" in phrase and "page=2" in phrase
+    assert phrase.startswith("search_products query=cheapest wireless")
+    for text in (phrase, template.experience, template.strategy, *template.execution_path):
+        assert not re.search(r'[{\[]\s*"|":|\\"', text), text  # no JSON syntax, whole or cut
+
+
+def test_the_strategy_is_not_a_bare_list_of_tool_names():
+    template = review(*seed_000_trajectory()).template
+    for tool in ("kubectl_get_pods", "kubectl_logs", "kubectl_get_networkpolicy"):
+        assert re.search(rf'{tool} "[^"]+"', template.strategy), template.strategy
+    assert not re.search(r"\b\w+, then \w+(,|\.|$)", template.experience)
+
+
+def test_a_failure_yields_a_lesson_of_what_not_to_do_and_what_it_led_to():
+    template = review(*wrong_turn_trajectory()).template
+    assert template.experience.startswith(
+        'When you work on "Buy a greatest hits album under 20 dollars" (webshop), do not '
+        'click "B08Y2": it led to '
+    )
+    assert "Your score" in template.experience  # the consequence: the refused purchase
+    assert template.pitfall.startswith('click "B08Y2": it led to ')
+
+
+def test_a_failure_lesson_says_what_worked_after_the_wrong_step():
+    steps = [
+        sv(0, tool="read_file", arguments={"path": "/etc/app.yml"}, is_error=True),
+        sv(1, tool="list_dir", arguments={"path": "/etc/app"}, observation="config.yml\nREADME"),
+        sv(2, "llm_reasoning", content="The port is probably the default 8080."),
+        sv(3, tool="submit", arguments={"answer": "8080"}, observation="Answer is INCORRECT"),
+    ]
+    trace = tv(
+        task="What port does the app in /etc/app listen on?", outcome="failure", final_answer="8080"
+    )
+    experience = review(trace, steps).template.experience
+    assert ', do not read_file "/etc/app.yml": it led to ' in experience
+    assert experience.endswith(' Instead, list_dir "/etc/app".')
+
+
+def test_a_failed_trajectory_yields_a_lesson_and_does_not_offer_the_same_failure_as_the_fix():
+    steps = [
+        sv(
+            0,
+            tool="apt_install",
+            arguments={"pkg": "libssl1.1"},
+            is_error=True,
+            error_type="PackageNotFound",
+            observation="E: Unable to locate package libssl1.1",
+        ),
+        sv(1, tool="apt_install", arguments={"pkg": "libssl3"}, observation="installed libssl3"),
+    ]
+    trace = tv(outcome="failure", final_answer="libssl3 installed but the build still fails")
+    template = review(trace, steps).template
+
+    assert template.worth_reference
+    assert ", do not apt_install " in template.experience and ": it led to " in template.experience
+    assert "Instead," not in template.experience  # nothing necessary came after it
+    assert 'avoid apt_install "libssl1.1": it failed' in template.improvements
+
+
+def test_a_trajectory_with_nothing_to_learn_is_not_worth_referencing():
+    steps = [sv(0, "llm_reasoning", content="thinking"), sv(1, "llm_reasoning", content="done")]
+    outcome = review(tv(outcome="unknown"), steps)
+    assert not outcome.template.worth_reference
+
+
+def test_every_step_gets_exactly_one_label():
+    trace, steps = wrong_turn_trajectory()
+    template = review(trace, steps).template
+    assert [j.index for j in template.labels] == [s.index for s in steps]
+    assert set(template.effective_steps) | set(template.ineffective_steps) == {
+        s.index for s in steps
+    }
+
+
+# ---------------------------------------------------------------------------- values
+
+
+def test_key_values_are_identifiers_numbers_and_names():
+    values = key_values("pod svc-a-7d9f at 10.0.3.17:8080 hit NetworkPolicy; error true the")
+    assert {"svc-a-7d9f", "10.0.3.17", "8080", "networkpolicy"} <= values
+    assert not {"error", "true", "the", "pod"} & values

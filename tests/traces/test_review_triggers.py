@@ -1,4 +1,6 @@
-"""When a review runs: full by size, local around anomalies, skipped when short."""
+"""When a review runs: full by size or by failure, local around anomalies, skipped when short."""
+
+import os
 
 import pytest
 
@@ -36,6 +38,49 @@ def test_ordinary_messages_are_not_dissatisfaction(text):
     assert not is_dissatisfied(text)
 
 
+THRESHOLDS = (
+    "HINDSIGHT_REVIEW_MIN_EVENTS",
+    "HINDSIGHT_REVIEW_MIN_TOOL_CALLS",
+    "HINDSIGHT_REVIEW_MIN_SECONDS",
+)
+with_default_thresholds = pytest.mark.skipif(
+    any(os.environ.get(name) for name in THRESHOLDS),
+    reason="a review threshold is overridden in the environment",
+)
+
+
+@with_default_thresholds
+def test_the_default_thresholds_are_10_events_3_tool_calls_or_30_seconds(settings):
+    assert settings.HINDSIGHT_REVIEW_MIN_EVENTS == 10
+    assert settings.HINDSIGHT_REVIEW_MIN_TOOL_CALLS == 3
+    assert settings.HINDSIGHT_REVIEW_MIN_SECONDS == 30
+
+
+@with_default_thresholds
+def test_by_default_a_successful_run_with_three_tool_calls_is_reviewed():
+    steps = [sv(i, tool="t", arguments={"i": i}) for i in range(3)]
+    assert full_review_reason(tv(outcome="success", duration_ms=1000), steps) == "3 tool calls"
+
+
+@with_default_thresholds
+def test_by_default_a_successful_run_with_two_tool_calls_is_skipped():
+    trace = tv(outcome="success", duration_ms=2000)
+    steps = [sv(0, "user_input"), sv(1, tool="t"), sv(2, tool="u")]
+
+    assert full_review_reason(trace, steps) is None
+    reason = skip_reason(trace, steps)
+    assert "3 events, 2 tool calls, 2 s" in reason
+    assert "≥ 10 events" in reason and "≥ 3 tool calls" in reason and "≥ 30 s" in reason
+    assert "a failed run with a tool call" in reason
+
+
+@with_default_thresholds
+def test_by_default_a_failed_run_with_two_tool_calls_is_reviewed():
+    trace = tv(outcome="failure", duration_ms=2000)
+    steps = [sv(0, tool="t"), sv(1, tool="u", is_error=True)]
+    assert full_review_reason(trace, steps) == "a failure with 2 tool call(s)"
+
+
 def test_full_review_by_events_tool_calls_or_duration(settings):
     settings.HINDSIGHT_REVIEW_MIN_EVENTS = 10
     settings.HINDSIGHT_REVIEW_MIN_TOOL_CALLS = 5
@@ -47,9 +92,44 @@ def test_full_review_by_events_tool_calls_or_duration(settings):
     assert full_review_reason(short, [sv(0, tool="t")]) is None
 
 
-def test_skip_reason_says_what_was_missing():
+@pytest.mark.parametrize("outcome", ["failure", "partial"])
+def test_a_run_that_went_wrong_with_one_tool_call_is_always_reviewed(settings, outcome):
+    settings.HINDSIGHT_REVIEW_MIN_EVENTS = 10
+    settings.HINDSIGHT_REVIEW_MIN_TOOL_CALLS = 5
+    settings.HINDSIGHT_REVIEW_MIN_SECONDS = 30
+    trace = tv(outcome=outcome, duration_ms=1000)
+    assert full_review_reason(trace, [sv(0, tool="t")]) == f"a {outcome} with 1 tool call(s)"
+
+
+def test_a_failed_run_without_a_tool_call_is_not_reviewed_for_its_failure(settings):
+    settings.HINDSIGHT_REVIEW_MIN_EVENTS = 10
+    settings.HINDSIGHT_REVIEW_MIN_SECONDS = 30
+    steps = [sv(0, "user_input"), sv(1, "llm_reasoning")]
+    assert full_review_reason(tv(outcome="failure", duration_ms=1000), steps) is None
+
+
+@pytest.mark.parametrize("outcome", ["success", "unknown"])
+def test_a_short_run_that_did_not_fail_is_not_reviewed_for_its_outcome(settings, outcome):
+    settings.HINDSIGHT_REVIEW_MIN_EVENTS = 10
+    settings.HINDSIGHT_REVIEW_MIN_TOOL_CALLS = 3
+    settings.HINDSIGHT_REVIEW_MIN_SECONDS = 30
+    steps = [sv(0, tool="t"), sv(1, tool="u")]
+    assert full_review_reason(tv(outcome=outcome, duration_ms=1000), steps) is None
+
+
+def test_a_size_threshold_is_named_before_the_failure_rule(settings):
+    settings.HINDSIGHT_REVIEW_MIN_TOOL_CALLS = 3
+    steps = [sv(i, tool="t", arguments={"i": i}) for i in range(3)]
+    assert full_review_reason(tv(outcome="failure", duration_ms=1000), steps) == "3 tool calls"
+
+
+def test_skip_reason_says_what_was_missing(settings):
+    settings.HINDSIGHT_REVIEW_MIN_EVENTS = 10
+    settings.HINDSIGHT_REVIEW_MIN_TOOL_CALLS = 3
+    settings.HINDSIGHT_REVIEW_MIN_SECONDS = 30
     reason = skip_reason(tv(duration_ms=2000), [sv(0, tool="t"), sv(1, "user_input")])
-    assert "2 events, 1 tool calls, 2 s" in reason and "≥ 10 events" in reason
+    assert "2 events, 1 tool calls, 2 s" in reason
+    assert "≥ 10 events" in reason and "≥ 3 tool calls" in reason and "≥ 30 s" in reason
 
 
 def test_two_consecutive_failed_tool_calls_open_a_local_window(settings):

@@ -14,23 +14,37 @@ from traces.review.types import (
     check_labels_cover_window,
 )
 
-PROMPT_VERSION = "llm-1"
+PROMPT_VERSION = "llm-2"
 
 SYSTEM_PROMPT = """You review an AI agent's finished trajectory after the fact, with the global
 view. Label every step with exactly one label. The labels are mutually exclusive; apply the first
 that fits:
-- failed: the step itself failed (an error, a refused or timed-out call).
+- failed: the step itself failed: an error, a refused or timed-out call, an empty or "not found"
+  result, or a final answer / action that the environment's checker refused.
 - necessary: removing this step would make the conclusion unreachable. Causal, not merely
-  correlated: its result is used later or is the result.
-- misleading: it led the agent the wrong way, and the agent later corrected course.
-- redundant: its result did not affect the conclusion.
-Then fill the template: the goal in one sentence; the execution path (the steps that mattered,
-in order, short); effective and ineffective step indexes; key decision points; improvements;
-one reusable experience written in the second person as tool-usage advice
-("When you use X and ..., first ..."), concrete about tools and arguments, without names of this
-particular run; and whether this trajectory is worth using as a reference for similar tasks.
-Give a short reason and a confidence between 0 and 1 for each label. Label exactly the steps
-shown."""
+  correlated: its result is used later (a value, a name, an element it offered is taken up by a
+  later step or the final answer) or it is the result. The first user input states the request.
+  Example of correlated but unnecessary: the service was fixed by patching a network policy
+  found in the logs; restarting the containers earlier happened in the same successful run, but
+  the conclusion is reachable without it, so the restarts are redundant.
+- misleading: it led the agent the wrong way: a wrong inference or a wrong choice (the wrong
+  item, entity or option) that was corrected later, or that the failure rests on.
+- redundant: its result did not affect the conclusion (repeats, detours, navigation back).
+A reasoning step takes the label of the call it decides, unless its own text is used later.
+In a run that failed or partly failed, find where it went wrong: the unrecovered error, the wrong
+or premature state-changing action, the answer the checker refused, the step right before the
+user complained; label that path misleading / failed, and the right moves before it necessary.
+Then fill the template: the goal in one sentence; scene_summary: the informative request in
+100-150 characters, without greetings or pleasantries, keeping identifiers and names (what a
+similar future task would say); the execution path (the steps that mattered, in order, short);
+effective and ineffective step indexes; key decision points; improvements; strategy: what worked
+as tool-usage steps in order (empty if nothing did); pitfall: the step to avoid and what it led
+to (empty if nothing went wrong); one reusable experience in the second person: for a success
+"When you <scene>, <strategy>", for a failure "When you <scene>, do not <pitfall>: it led to
+<consequence>; instead <what to do>", concrete about tools and arguments (summarise arguments by
+what matters, never paste raw JSON); and whether this trajectory is worth using as a reference.
+Give a short reason and a confidence between 0 and 1 for each label (how strong the evidence
+is, not a constant). Label exactly the steps shown."""
 
 # Errors worth retrying with backoff; the task turns the last one into a visible failure.
 RETRYABLE = (

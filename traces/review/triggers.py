@@ -45,6 +45,10 @@ def full_review_reason(trace: TraceView, steps: list[StepView]) -> str | None:
         return f"{tool_calls} tool calls"
     if seconds >= settings.HINDSIGHT_REVIEW_MIN_SECONDS:
         return f"{seconds:.0f} s"
+    if trace.outcome in ("failure", "partial") and tool_calls:
+        # A run that went wrong is always worth its lesson: failure lessons are the most
+        # durable memory, and the cost argument for skipping short runs is about successes.
+        return f"a {trace.outcome} with {tool_calls} tool call(s)"
     return None
 
 
@@ -55,7 +59,8 @@ def skip_reason(trace: TraceView, steps: list[StepView]) -> str:
         f"too short to review: {len(steps)} events, {tool_calls} tool calls, {seconds:.0f} s "
         f"(a full review needs ≥ {settings.HINDSIGHT_REVIEW_MIN_EVENTS} events, "
         f"≥ {settings.HINDSIGHT_REVIEW_MIN_TOOL_CALLS} tool calls or "
-        f"≥ {settings.HINDSIGHT_REVIEW_MIN_SECONDS:.0f} s) and no anomaly"
+        f"≥ {settings.HINDSIGHT_REVIEW_MIN_SECONDS:.0f} s, or a failed run with a tool call) "
+        "and no anomaly"
     )
 
 

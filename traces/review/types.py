@@ -62,6 +62,11 @@ class StepJudgement(BaseModel):
 
 class ReviewTemplate(BaseModel):
     goal: str = Field(description="the task's goal in one sentence")
+    scene_summary: str = Field(
+        default="",
+        description="the informative request in 100-150 characters: no greetings or "
+        "pleasantries, identifiers and entities kept (what a similar future task would say)",
+    )
     execution_path: list[str] = Field(description="the steps that mattered, in order, short")
     effective_steps: list[int]
     ineffective_steps: list[int]
@@ -69,6 +74,15 @@ class ReviewTemplate(BaseModel):
     improvements: list[str]
     experience: str = Field(
         description="one reusable experience in the second person: 'When you …, first …'"
+    )
+    strategy: str = Field(
+        default="",
+        description="what worked, as tool-usage steps in order (empty if nothing worked)",
+    )
+    pitfall: str = Field(
+        default="",
+        description="where it went wrong: the step to avoid and what it led to (empty if "
+        "nothing went wrong)",
     )
     worth_reference: bool = Field(description="is this trajectory worth using as a reference?")
     labels: list[StepJudgement]

@@ -1,0 +1,41 @@
+"""What an experience is matched on: its task key, its keywords and its contrasts.
+
+The scene summary itself is written by the review (`traces.review.scene`); here are the parts
+that only experiences need.
+"""
+
+import hashlib
+import re
+from collections.abc import Iterable
+
+from traces.review.heuristic import key_values, names
+
+MAX_KEYWORDS = 40
+
+
+def task_key(task: str) -> str:
+    """Runs of the same task share a key: the task text, case and spacing aside."""
+    return hashlib.sha1(" ".join(task.lower().split()).encode()).hexdigest()
+
+
+def keywords_of(texts: Iterable[str]) -> str:
+    """Identifiers (ids, numbers, paths, error codes) and names, whole, for keyword search:
+    exactly what a sentence embedding blurs."""
+    found: list[str] = []
+    for text in texts:
+        for value in sorted(key_values(text) | names(text)):
+            # PostgreSQL's parser splits "mia_li_3668" but keeps "mia-li-3668" whole too.
+            value = value.replace("_", "-")
+            if value not in found:
+                found.append(value)
+    return " ".join(found[:MAX_KEYWORDS])
+
+
+def substance_overlap(first: str, second: str) -> float:
+    """How much two experiences say the same: the share of the shorter one's words (of their
+    strategy and pitfall) that the other also says, so a more specific wording still covers a
+    general one, while two runs of one scene that took different paths are not duplicates."""
+    a, b = set(re.findall(r"\w+", first.lower())), set(re.findall(r"\w+", second.lower()))
+    if not a or not b:
+        return 1.0  # one says nothing structured (written by hand): the scene decides
+    return len(a & b) / min(len(a), len(b))
