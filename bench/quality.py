@@ -334,7 +334,7 @@ def review_figures(db: Db, project: int, runs: list[Run]) -> dict:
     for outcome, label, count in labels:
         distribution[outcome][label] = count
     experiences = db.rows(
-        "SELECT advice, task, polarity FROM experiences_experience "
+        "SELECT advice, coalesce(nullif(summary, ''), task), polarity FROM experiences_experience "
         "WHERE project_id = %s AND merged_into_id IS NULL",
         project,
     )
