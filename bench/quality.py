@@ -44,9 +44,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench.common import Site, free_port  # noqa: E402
 from bench.datasets import Run, hotpotqa, webshop  # noqa: E402
+from bench.gold import LABELS, agreement  # noqa: E402
 
 GOLD = ROOT / "bench" / "datasets" / "gold_labels.json"
-LABELS = ("necessary", "redundant", "misleading", "failed")
 K = 5
 TOOLS = {"hotpotqa": ["Search", "Lookup", "Finish"], "webshop": ["search", "click"]}
 ENVIRONMENT = {"hotpotqa": ["wikipedia"], "webshop": ["webshop"]}
@@ -384,31 +384,6 @@ def gold_figures(db: Db, projects: list[int]) -> dict:
             got = machine.get((external_id, item["index"]), "")
             pairs.append((item["label"], got or "unlabelled"))
     return agreement(pairs)
-
-
-def agreement(pairs: list[tuple[str, str]]) -> dict:
-    """Per-label precision / recall of the machine against the gold labels, and Cohen's kappa."""
-    n = len(pairs)
-    if not n:
-        return {}
-    figures: dict = {"steps": n, "runs_labelled_by_machine": 0}
-    for label in LABELS:
-        tp = sum(1 for g, m in pairs if g == label and m == label)
-        predicted = sum(1 for _, m in pairs if m == label)
-        actual = sum(1 for g, _ in pairs if g == label)
-        figures[label] = {
-            "precision": round(tp / predicted, 3) if predicted else None,
-            "recall": round(tp / actual, 3) if actual else None,
-            "gold": actual,
-        }
-    observed = sum(1 for g, m in pairs if g == m) / n
-    gold_counts, machine_counts = Counter(g for g, _ in pairs), Counter(m for _, m in pairs)
-    expected = sum(gold_counts[c] * machine_counts[c] for c in gold_counts) / (n * n)
-    figures["accuracy"] = round(observed, 3)
-    figures["kappa"] = round((observed - expected) / (1 - expected), 3) if expected < 1 else 1.0
-    figures["unlabelled"] = machine_counts["unlabelled"]
-    del figures["runs_labelled_by_machine"]
-    return figures
 
 
 def evaluate(site: Site, base: str, data: Split) -> tuple[dict, int]:
