@@ -172,6 +172,9 @@ class ExperienceSource(models.Model):
     trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="experience_sources")
     review = models.ForeignKey(Review, null=True, blank=True, on_delete=models.SET_NULL)
     step_indexes = ArrayField(models.PositiveIntegerField(), default=list, blank=True)
+    # The step labels the experience was last derived from, {index: label}: a re-derivation
+    # whose labels are the same says nothing new (and does not ask an LLM to re-word it).
+    labels = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

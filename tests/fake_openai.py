@@ -142,10 +142,13 @@ class FakeOpenAI:
                     time.sleep(3)
                     return self._send(500, {"error": {"message": "too late"}})
                 prompt = body["messages"][-1]["content"]
-                if "response_format" not in body:  # a plain-text request: the advice merge
-                    return self._send(
-                        200, self._completion(body, "MERGED: " + prompt.replace("\n", " | "))
-                    )
+                if "response_format" not in body:  # a plain-text request
+                    system = body["messages"][0]["content"]
+                    if "corrected the step labels" in system:  # an advice revision
+                        text = "REVISED: " + prompt.splitlines()[0].removeprefix("Experience: ")
+                    else:  # the advice merge
+                        text = "MERGED: " + prompt.replace("\n", " | ")
+                    return self._send(200, self._completion(body, text))
                 answer = review_answer(prompt)
                 if behaviour == "wrong_indexes":
                     answer = review_answer(prompt, indexes=[i + 100 for i in range(3)])

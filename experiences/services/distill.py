@@ -23,6 +23,7 @@ from experiences.models import (
     scene_text,
 )
 from experiences.scene import keywords_of, task_key
+from experiences.services.llm_revise import revise_advice_with_llm
 from experiences.services.patterns import argument_shape, error_signature
 from traces.models import Review, Step, Trace
 from traces.review.heuristic import build_template
@@ -54,6 +55,7 @@ class ExperienceDraft:
     pitfall: str
     keywords: str
     embed_text: str
+    labels: dict[str, str]  # the step labels it is derived from (JSON keys)
     embedding: list[float] | None = None
 
 
@@ -122,6 +124,7 @@ def experience_draft(
         pitfall=template.pitfall,
         keywords=keywords_of([trace.task, trace.final_answer, *(p["summary"] for p in path)]),
         embed_text=scene_text(summary=summary, intent=trace.intent),
+        labels={str(s.index): labels[s.index] for s in steps if s.index in labels},
     )
 
 
@@ -239,7 +242,11 @@ def experiences_store(
             embedding_model=model_name,
         )
         ExperienceSource.objects.create(
-            experience=experience, trace=trace, review=review, step_indexes=draft.step_indexes
+            experience=experience,
+            trace=trace,
+            review=review,
+            step_indexes=draft.step_indexes,
+            labels=draft.labels,
         )
         ExperienceVersion.objects.create(
             experience=experience,
@@ -376,8 +383,12 @@ def distillation_store(
 def experience_rederive(*, trace_id: int) -> list[Experience]:
     """Re-derive a trace's experience from its current labels (human labels win).
 
-    The advice is rebuilt from the labels by the documented template; the previous wording is
-    kept as a version. Failure patterns are added for steps newly labelled failed.
+    Nothing changes when the labels are the ones the experience was derived from. Otherwise
+    the advice is rebuilt from the labels by the documented template, except when an LLM wrote
+    the original and one is configured: then the LLM revises its own wording to agree with the
+    corrected labels (asked before any row is locked; when it does not answer, the template
+    wording is used and the version says so). The previous wording is kept as a version.
+    Failure patterns are added for steps newly labelled failed.
     """
     trace = Trace.objects.filter(pk=trace_id).first()
     if trace is None or not trace.is_complete:
@@ -406,24 +417,46 @@ def experience_rederive(*, trace_id: int) -> list[Experience]:
     draft = experience_draft(
         trace=view, steps=steps, window=window, template=template, labels=labels, source=source
     )
-    # A relabel changes what the experience says, not its scene: only a new experience needs
-    # a vector (computed here, before any row is locked).
-    if template.worth_reference and not Experience.objects.filter(sources__trace=trace).exists():
-        drafts_embed([draft])
+    # The first experience of a trace comes from its full review (drafts are stored in window
+    # order, full first): that is the one a relabel revises.
+    current = (
+        ExperienceSource.objects.filter(trace=trace)
+        .select_related("experience")
+        .order_by("experience_id")
+        .first()
+    )
+    wording = None
+    if current is None:
+        # A relabel changes what the experience says, not its scene: only a new experience
+        # needs a vector (computed here, before any row is locked).
+        if template.worth_reference:
+            drafts_embed([draft])
+    elif template.worth_reference and current.labels != draft.labels and _worded_by_llm(trace):
+        wording = (
+            revise_advice_with_llm(
+                advice=_CONTRAST.sub("", current.experience.advice),
+                task=view.task,
+                outcome=view.outcome,
+                steps=steps,
+                labels=labels,
+                template_advice=draft.advice,
+            )
+            or _TEMPLATE_FALLBACK
+        )
     patterns = (
         pattern_drafts(trace=view, steps=steps, labels=labels) if template.worth_reference else []
     )
 
     with transaction.atomic():
         trace = Trace.objects.select_for_update().get(pk=trace_id)
-        # The first experience of a trace comes from its full review (drafts are stored in
-        # window order, full first): that is the one a relabel revises.
         existing = list(
             Experience.objects.select_for_update().filter(sources__trace=trace).order_by("id")[:1]
         )
         result = []
         for experience in existing:
-            result.append(_experience_revise(experience, draft, template.worth_reference, trace))
+            result.append(
+                _experience_revise(experience, draft, template.worth_reference, trace, wording)
+            )
         if not existing and template.worth_reference:
             result.extend(experiences_store(trace=trace, reviews=[], drafts=[draft]))
         patterns_store(trace=trace, drafts=patterns)
@@ -432,22 +465,48 @@ def experience_rederive(*, trace_id: int) -> list[Experience]:
     return result
 
 
+# `wording` when the LLM that wrote an experience did not answer: the template's is used.
+_TEMPLATE_FALLBACK = ""
+
+
+def _worded_by_llm(trace: Trace) -> bool:
+    """Whether the trace's experience was first written by an LLM (its latest full review)."""
+    reviewer = (
+        Review.objects.filter(trace=trace, kind=Review.Kind.FULL)
+        .order_by("-created_at")
+        .values_list("reviewer", flat=True)
+        .first()
+    )
+    return reviewer == Review.Reviewer.LLM
+
+
 def _experience_revise(
-    experience: Experience, draft: ExperienceDraft, worthy: bool, trace: Trace
+    experience: Experience,
+    draft: ExperienceDraft,
+    worthy: bool,
+    trace: Trace,
+    wording: str | None,
 ) -> Experience:
+    """Revise the experience to the draft; `wording` is the LLM's revision ("" when the LLM
+    that wrote it did not answer, None when the template speaks)."""
     if not worthy:
         if experience.status not in (Experience.Status.ARCHIVED, Experience.Status.REJECTED):
             experience.status = Experience.Status.ARCHIVED
             experience.save(update_fields=["status", "updated_at"])
         return experience
-    advice = draft.advice + "".join(_CONTRAST.findall(experience.advice))
-    unchanged = (experience.advice, experience.path, experience.polarity) == (
-        advice,
-        draft.path,
-        draft.polarity,
-    )
-    if unchanged:
-        return experience  # nothing to say differently: no new version
+    provenance = ExperienceSource.objects.filter(experience=experience, trace=trace)
+    said = (experience.advice, experience.path, experience.polarity)
+    if provenance.filter(labels=draft.labels).exists() and draft.labels:
+        return experience  # derived from these very labels: nothing to say differently
+    advice = (wording or draft.advice) + "".join(_CONTRAST.findall(experience.advice))
+    if said == (advice, draft.path, draft.polarity):
+        provenance.update(labels=draft.labels)
+        return experience  # the same words: no new version
+    reason = f"re-derived from corrected labels of trace {trace.pk}"
+    if wording:
+        reason += " (revised by the LLM that wrote it)"
+    elif wording == _TEMPLATE_FALLBACK:
+        reason += " (template wording: the LLM that wrote it did not answer)"
     experience.version += 1
     experience.advice = advice
     experience.path = draft.path
@@ -462,9 +521,7 @@ def _experience_revise(
         scene=_scene(trace),
         path=experience.path,
         source=experience.source,
-        reason=f"re-derived from corrected labels of trace {trace.pk}",
+        reason=reason,
     )
-    ExperienceSource.objects.filter(experience=experience, trace=trace).update(
-        step_indexes=draft.step_indexes
-    )
+    provenance.update(step_indexes=draft.step_indexes, labels=draft.labels)
     return experience
