@@ -5,10 +5,11 @@
 Starts the real site (`hindsight run --no-beat`: gunicorn, a worker, embedded PostgreSQL +
 pgvector and Redis) on a fresh data dir, seeds the demo project in process: 100k experiences
 whose vectors cluster around real all-MiniLM-L6-v2 embeddings of ~300 task/advice texts, with
-realistic tools, statuses, scopes (80 % global) and ages (0–365 days), plus 5,000 failure
-patterns; the HNSW index is built after the load. Then it times, one request at a time from one
-client: `POST /api/v1/recall` end to end (HTTP, auth, the local query embedding, SQL pre-filter,
-vector ranking, scoring, the recall log) with and without tool filters and with tasks asked
+realistic tools, statuses, scopes (80 % global) and ages (0–365 days), tasks naming services,
+hosts and error codes with a long-tail frequency (what the keyword ranking reads; each query
+names one too), plus 5,000 failure patterns; the HNSW index is built after the load. Then it
+times, one request at a time from one client: `POST /api/v1/recall` end to end (HTTP, auth, the
+local query embedding, SQL pre-filter, vector and keyword rankings, scoring, the recall log) with and without tool filters and with tasks asked
 repeatedly (as an agent does at each step: the query vector is cached), then 8 agents recalling
 at once (throughput and the latency each sees), `POST /api/v1/warnings`,
 and the capture proxy's added latency per MCP message (experiences.mcp.latency). The setup is
@@ -36,14 +37,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.common import Site, free_port, percentile  # noqa: E402
-from bench.seeding import AGENTS, ENVIRONMENTS, TASKS, TOOLS, unit  # noqa: E402
+from bench.seeding import AGENTS, ENVIRONMENTS, TASKS, TOOLS, entity, unit  # noqa: E402
 
 VERBS = ["debug", "fix", "investigate", "explain", "speed up", "monitor", "roll back", "audit"]
 
 
 def texts(rng: random.Random, count: int) -> list[str]:
     return [
-        f"{rng.choice(VERBS)} {rng.choice(TASKS)} using {rng.choice(TOOLS)} and {rng.choice(TOOLS)}"
+        f"{rng.choice(VERBS)} {rng.choice(TASKS)} on {entity(rng)} using {rng.choice(TOOLS)} "
+        f"and {rng.choice(TOOLS)}"
         for _ in range(count)
     ]
 

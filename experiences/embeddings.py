@@ -23,9 +23,15 @@ class Embedder(Protocol):
 
 class LocalMiniLM:
     """all-MiniLM-L6-v2 as ONNX with int8 weights and activations (built at setup by
-    scripts/build_embedding_model.py): mean-pooled token embeddings, L2-normalised (384-d)."""
+    scripts/build_embedding_model.py): mean-pooled token embeddings, L2-normalised (384-d).
 
-    model_name = "all-MiniLM-L6-v2/int8-dynamic"
+    Each text is run on its own. Dynamic quantisation takes the activations' scale from the
+    whole input tensor, so in a batch a text's vector would depend on its neighbours and on
+    their padding (cosine down to 0.974 against the same text alone): a stored experience would
+    not match the query that repeats its scene, and dedup thresholds would sit in that noise.
+    """
+
+    model_name = "all-MiniLM-L6-v2/int8-dynamic/single"
     dimensions = 384
 
     def __init__(self, tokenizer_path: str, model_path: str) -> None:
@@ -48,7 +54,7 @@ class LocalMiniLM:
                 )
         self.tokenizer = Tokenizer.from_file(tokenizer_path)
         self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        self.tokenizer.enable_padding()
+        self.tokenizer.no_padding()  # its file pads to 128; each text is run alone (see above)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1  # one core per worker process; workers scale out
         self.session = onnxruntime.InferenceSession(
@@ -61,16 +67,16 @@ class LocalMiniLM:
             return []
         with self._lock:
             encoded = self.tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encoded], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-        (tokens,) = self.session.run(
-            ["last_hidden_state"],
-            {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
-        )
-        weights = mask[..., None].astype(np.float32)
-        pooled = (tokens * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-        return pooled.tolist()
+        vectors = []
+        for one in encoded:  # no padding, no neighbours: the same text, the same vector
+            ids = np.array([one.ids], dtype=np.int64)
+            (tokens,) = self.session.run(
+                ["last_hidden_state"],
+                {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": 0 * ids},
+            )
+            pooled = tokens[0].mean(axis=0)
+            vectors.append(pooled / max(float(np.linalg.norm(pooled)), 1e-12))
+        return np.array(vectors).tolist()
 
 
 class OpenAIEmbedder:

@@ -281,6 +281,10 @@ CELERY_BEAT_SCHEDULE["prune-recall-logs"] = {
     "task": "experiences.prune_recall_logs",
     "schedule": 24 * 3600,
 }
+# The keyword ranking reads the rows holding the query's rarest words, up to about this many
+# (estimated from the same statistics), and scores them by all its words: its cost stays flat
+# as the library grows (the rows matching only common words are left to the vector ranking).
+HINDSIGHT_RECALL_KEYWORD_ROWS = env_int("HINDSIGHT_RECALL_KEYWORD_ROWS", 2000, minimum=1)
 # Warnings only for patterns seen at least this often, with arguments at least this similar.
 HINDSIGHT_WARN_MIN_OCCURRENCES = env_int("HINDSIGHT_WARN_MIN_OCCURRENCES", 2, minimum=1)
 HINDSIGHT_WARN_MIN_SIMILARITY = env_float("HINDSIGHT_WARN_MIN_SIMILARITY", 0.5, minimum=0.0)

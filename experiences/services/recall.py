@@ -166,9 +166,13 @@ def _filters(*, project: Project, query: RecallQuery) -> tuple[list[str], list]:
 
 # The keyword query: the query's words (English stems) and identifiers (whole), each weighted by
 # its inverse document frequency from PostgreSQL's own statistics (ANALYZE keeps the most common
-# elements of a tsvector column with their frequencies; a lexeme not among them is rarer than
-# the rarest one listed). Lexemes in more than HINDSIGHT_RECALL_COMMON_TERM of the library are
-# left out: words every experience shares ("need", "price") tell no tasks apart.
+# elements of a tsvector column with their frequencies; a lexeme not among them is taken at
+# half the rarest listed frequency, as PostgreSQL's own estimate does). Lexemes in more than
+# HINDSIGHT_RECALL_COMMON_TERM of the library are left out: words every experience shares
+# ("need", "price") tell no tasks apart. The rows read are those holding the rarest words, as
+# many words as keep the estimated rows within HINDSIGHT_RECALL_KEYWORD_ROWS (a word that alone
+# matches more is no identifier: that part is the vector ranking's); each row read is scored by
+# the sum of the weights of all the words it holds.
 _KEYWORD_QUERY = """
     term_stats AS (
         SELECT e.elem, e.freq FROM pg_stats s,
@@ -177,13 +181,22 @@ _KEYWORD_QUERY = """
           AND s.attname = 'search' AND e.elem IS NOT NULL
     ),
     keyword_terms AS (
-        SELECT t.lexeme, quote_literal(t.lexeme)::tsquery AS q, -ln(greatest(coalesce(
+        SELECT t.lexeme, quote_literal(t.lexeme)::tsquery AS q, greatest(coalesce(
             (SELECT freq FROM term_stats WHERE elem = t.lexeme),
-            (SELECT min(freq) FROM term_stats), 0.01), 0.0001)) AS idf
+            (SELECT min(freq) / 2 FROM term_stats), 0.01), 0.0001) AS freq
         FROM unnest(to_tsvector('english', %s) || to_tsvector('simple', %s)) AS t
     ),
-    kept_terms AS (SELECT q, idf FROM keyword_terms WHERE idf > -ln(%s)),
-    keyword_query AS (SELECT string_agg(q::text, ' | ')::tsquery AS q FROM kept_terms)"""
+    kept_terms AS (
+        SELECT lexeme, q, -ln(freq) AS idf, freq FROM keyword_terms WHERE freq < %s
+    ),
+    read_terms AS (
+        SELECT q FROM (
+            SELECT q, sum(freq) OVER (ORDER BY freq, lexeme) AS upto FROM kept_terms
+        ) ranked
+        WHERE upto * (SELECT greatest(reltuples, 1) FROM pg_class
+                       WHERE oid = 'experiences_experience'::regclass) < %s
+    ),
+    keyword_query AS (SELECT string_agg(q::text, ' | ')::tsquery AS q FROM read_terms)"""
 
 
 def candidates_sql(
@@ -192,8 +205,9 @@ def candidates_sql(
     """The pre-filter and both rankings as one statement (plain SQL: the ORM spent ~2.5 ms per
     recall compiling a query and building 40 model instances): the nearest scenes by vector
     (the HNSW index; iterative scan, see settings, keeps filtered results full), and, with
-    `keywords` (words, identifiers), the best keyword matches (the GIN index on `search`). Each
-    row says which list it came from; `candidates_scored` fuses them."""
+    `keywords` (words, identifiers), the best keyword matches (the GIN index on `search`; the
+    distance is computed for the best ones only). Each row says which list it came from;
+    `candidates_scored` fuses them."""
     where, params = _filters(project=project, query=query)
     columns = ", ".join(f.name for f in fields(Recalled))
     limit = max(settings.HINDSIGHT_RECALL_CANDIDATES, query.k)
@@ -207,14 +221,17 @@ def candidates_sql(
         return vector_part, [vector, *params, limit]
     words, identifiers = keywords
     keyword_part = (
-        f"(SELECT {columns}, embedding <=> %s::vector AS distance, "
-        f"(SELECT sum(k.idf) FROM kept_terms k WHERE search @@ k.q)::real AS keyword, "
-        f"'keyword' AS ranking FROM experiences_experience, keyword_query WHERE {condition} "
-        f"AND search @@ keyword_query.q ORDER BY keyword DESC, distance LIMIT %s)"
+        f"(SELECT {columns}, embedding <=> %s::vector AS distance, best.keyword, "
+        f"'keyword' AS ranking FROM (SELECT id AS best_id, "
+        f"(SELECT sum(k.idf) FROM kept_terms k WHERE search @@ k.q)::real AS keyword "
+        f"FROM experiences_experience, keyword_query WHERE {condition} "
+        f"AND search @@ keyword_query.q ORDER BY keyword DESC, id LIMIT %s) best "
+        f"JOIN experiences_experience ON id = best.best_id)"
     )
     sql = f"WITH {_KEYWORD_QUERY} {vector_part} UNION ALL {keyword_part}"
     common = settings.HINDSIGHT_RECALL_COMMON_TERM
-    return sql, [words, identifiers, common, vector, *params, limit, vector, *params, limit]
+    rows = settings.HINDSIGHT_RECALL_KEYWORD_ROWS
+    return sql, [words, identifiers, common, rows, vector, *params, limit, vector, *params, limit]
 
 
 def _rrf(rank: int | None) -> float:

@@ -70,6 +70,41 @@ def test_the_local_model_stays_within_cosine_0_98_of_the_float_model():
         assert vector @ (pooled / np.linalg.norm(pooled)) > 0.98, text
 
 
+def test_a_text_gets_the_same_vector_alone_and_inside_any_batch():
+    embedder = get_embedder()
+    texts = [f"step {n}: run kubectl_get on pods of namespace team-{n} " * (1 + n % 7)
+             for n in range(63)]  # fmt: skip
+    query = "the web container svc-a keeps restarting after the deploy"
+    (alone,) = np.array(embedder.embed([query]))
+    for batch in (texts + [query], [query] + texts[:5], texts[10:40] + [query] + texts[:3]):
+        inside = np.array(embedder.embed(batch))[batch.index(query)]
+        assert alone @ inside >= 0.9999
+
+
+@pytest.mark.django_db
+def test_a_distilled_scene_matches_the_recall_that_repeats_it(project, make_key, api_for):
+    """Distillation embeds scenes in batches, recall embeds the query alone: asked the same
+    scene, recall sees similarity 1."""
+    from hindsight_site.pipeline import review_trace
+    from tests.experiences.trajectories import seed_000_body
+    from traces.schemas import TraceIn
+    from traces.services.ingest import trace_ingest
+
+    body = seed_000_body()
+    body["steps"][0]["content"] = body["task"]  # the request is the task alone
+    trace = trace_ingest(project=project, payload=TraceIn.model_validate(body)).trace
+    review_trace(trace.pk)
+    experience = Experience.objects.get()
+    assert experience.summary == body["task"]
+
+    answer = api_for(make_key(project, ("recall",))).post(
+        "recall", {"task": body["task"], "include_candidates": True}
+    )
+    (item,) = answer.json()["items"]
+    assert item["experience_id"] == experience.pk
+    assert item["score_parts"]["similarity"] >= 0.9999
+
+
 def test_a_missing_local_model_names_the_setting_and_the_fix(tmp_path):
     with pytest.raises(ImproperlyConfigured, match="HINDSIGHT_LOCAL_MODEL_PATH"):
         LocalMiniLM(settings.HINDSIGHT_TOKENIZER_PATH, str(tmp_path / "absent.onnx"))

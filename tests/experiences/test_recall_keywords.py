@@ -1,0 +1,75 @@
+"""The keyword half of recall: identifiers a sentence embedding blurs are matched whole, and the
+rows it reads stay within HINDSIGHT_RECALL_KEYWORD_ROWS however common a query's words are."""
+
+import pytest
+from django.db import connection
+
+from experiences.models import Experience
+from experiences.scene import keywords_of
+from tests.experiences.test_recall import make_experience
+
+pytestmark = pytest.mark.django_db
+
+REFUND = "Refund the cancelled flight of reservation {code} for user {user}"
+
+
+@pytest.fixture
+def recall_api(project, make_key, api_for):
+    return api_for(make_key(project, ("recall",)))
+
+
+def refund_experience(project, code: str, user: str) -> Experience:
+    summary = REFUND.format(code=code, user=user)
+    return make_experience(project, summary=summary, keywords=keywords_of([summary]))
+
+
+def analyze() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE experiences_experience")
+
+
+def item_of(response, experience: Experience) -> dict:
+    (item,) = [i for i in response.json()["items"] if i["experience_id"] == experience.pk]
+    return item
+
+
+def test_an_identifier_in_the_query_finds_its_experience_first(recall_api, project):
+    others = [refund_experience(project, f"QX{n:02d}RB", f"noah-k-{n:04d}") for n in range(12)]
+    wanted = refund_experience(project, "ZK81QP", "mia-li-3668")
+    analyze()
+
+    response = recall_api.post(
+        "recall", {"task": "refund reservation ZK81QP, the flight was cancelled", "k": 5}
+    )
+
+    assert response.status_code == 200
+    first = response.json()["items"][0]
+    assert first["experience_id"] == wanted.pk
+    assert first["score_parts"]["keyword_rank"] == 1
+    # The others share every word but the identifier: none of them outranks it by keyword.
+    ranks = [item_of(response, o)["score_parts"]["keyword_rank"] for o in others
+             if o.pk in {i["experience_id"] for i in response.json()["items"]}]  # fmt: skip
+    assert all(rank == 0 or rank > 1 for rank in ranks)
+
+
+def test_a_word_that_alone_exceeds_the_row_budget_is_not_read(recall_api, project, settings):
+    for n in range(40):  # the rest of the library: other scenes
+        summary = f"Rotate the TLS certificate of host-{n:03d} before it expires"
+        make_experience(project, "cert", summary=summary, keywords=keywords_of([summary]))
+    for n in range(8):
+        refund_experience(project, f"QX{n:02d}RB", f"noah-k-{n:04d}")
+    wanted = refund_experience(project, "ZK81QP", "mia-li-3668")
+    analyze()  # "refund": 9 of 49 rows, under the common-word cut (20 %)
+    query = {"task": "refund the reservation ZK81QP", "k": 40, "include_candidates": True}
+
+    settings.HINDSIGHT_RECALL_KEYWORD_ROWS = 100_000  # everything read
+    read_all = recall_api.post("recall", query).json()["items"]
+    assert sum(i["score_parts"]["keyword_rank"] > 0 for i in read_all) == 9
+
+    # Over a budget of 5 rows "refund" (9 rows) is not read; the identifier is, and its
+    # experience is still scored by all the words it holds.
+    settings.HINDSIGHT_RECALL_KEYWORD_ROWS = 5
+    budgeted = recall_api.post("recall", query).json()["items"]
+    by_keyword = [i for i in budgeted if i["score_parts"]["keyword_rank"] > 0]
+    assert [i["experience_id"] for i in by_keyword] == [wanted.pk]
+    assert budgeted[0]["experience_id"] == wanted.pk
