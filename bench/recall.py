@@ -9,10 +9,14 @@ realistic tools, statuses, scopes (80 % global) and ages (0–365 days), tasks n
 hosts and error codes with a long-tail frequency (what the keyword ranking reads; each query
 names one too), plus 5,000 failure patterns; the HNSW index is built after the load. Then it
 times, one request at a time from one client: `POST /api/v1/recall` end to end (HTTP, auth, the
-local query embedding, SQL pre-filter, vector and keyword rankings, scoring, the recall log) with and without tool filters and with tasks asked
-repeatedly (as an agent does at each step: the query vector is cached), then 8 agents recalling
-at once (throughput and the latency each sees), `POST /api/v1/warnings`,
-and the capture proxy's added latency per MCP message (experiences.mcp.latency). The setup is
+local query embedding, SQL pre-filter, vector and keyword rankings, scoring, the recall log and
+its write of when each returned experience was last recalled), each query a new task, with and
+without tool filters; on its own line, tasks asked repeatedly (as an agent does at each step:
+the query vector is cached, the rows were written a moment before); then 8 agents recalling at
+once (throughput and the latency each sees), `POST /api/v1/warnings`, and the capture proxy's
+added latency per MCP message (experiences.mcp.latency). Also printed: the query embedding alone
+(in process, the same local model), how many answers had fewer than k items, and the HNSW
+index's size before and after all the recalls (recalls must not grow it). The setup is
 printed first; the last line is one JSON object with the figures. With --data-dir the data dir is
 kept and reused: it is seeded only while its demo project has no experiences (for profiling runs).
 """
@@ -130,21 +134,28 @@ def exact_agreement(bodies: list[dict]) -> dict[str, float]:
     return {name: round(hit / total, 3) if total else 1.0 for name, (hit, total) in found.items()}
 
 
+SHORT_ANSWERS: list[int] = []  # answers with fewer than k items, per series (see `series`)
+
+
 def timed_post(url: str, key: str, body: dict) -> float:
     data = json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, method="POST", headers={
         "Authorization": f"Bearer {key}", "Content-Type": "application/json"})  # fmt: skip
     began = time.perf_counter()
     with urllib.request.urlopen(request, timeout=30) as response:
-        response.read()
+        answer = response.read()
         if response.status != 200:
             raise RuntimeError(f"HTTP {response.status}")
-    return (time.perf_counter() - began) * 1000
+    elapsed = (time.perf_counter() - began) * 1000
+    if "k" in body and len(json.loads(answer)["items"]) < body["k"] and SHORT_ANSWERS:
+        SHORT_ANSWERS[-1] += 1
+    return elapsed
 
 
 def concurrent_series(url: str, key: str, bodies: list[dict], clients: int) -> dict[str, float]:
     """`clients` agents recalling at once, each one request after another: throughput and the
     latency each of them sees (3 gunicorn sync workers serve them)."""
+    SHORT_ANSWERS.append(0)  # counted apart from the sequential series (not reported)
     with ThreadPoolExecutor(clients) as pool:
         list(pool.map(lambda body: timed_post(url, key, body), bodies[: clients * 2]))  # warm-up
         began = time.perf_counter()
@@ -159,14 +170,45 @@ def concurrent_series(url: str, key: str, bodies: list[dict], clients: int) -> d
 
 
 def series(url: str, key: str, bodies: list[dict]) -> dict[str, float]:
+    SHORT_ANSWERS.append(0)
     for body in bodies[:20]:  # warm-up: connections, caches, the embedding model
         timed_post(url, key, body)
+    SHORT_ANSWERS[-1] = 0
     samples = [timed_post(url, key, body) for body in bodies]
-    return {
+    figures: dict[str, float] = {
         "p50_ms": round(statistics.median(samples), 1),
         "p95_ms": round(percentile(samples, 95), 1),
         "p99_ms": round(percentile(samples, 99), 1),
     }
+    if "k" in bodies[0]:
+        figures["fewer_than_k"] = SHORT_ANSWERS[-1]
+    return figures
+
+
+def query_embedding(bodies: list[dict]) -> dict[str, float]:
+    """The local model embedding each query alone, in process (what recall pays before SQL)."""
+    from experiences.embeddings import get_embedder
+    from experiences.services.recall import RecallQuery, _query_text
+
+    embedder = get_embedder()
+    embedder.embed(["warm-up"])
+    samples = []
+    for body in bodies:
+        text = _query_text(RecallQuery(task=body["task"]))
+        began = time.perf_counter()
+        embedder.embed([text])
+        samples.append((time.perf_counter() - began) * 1000)
+    return {"p50_ms": round(statistics.median(samples), 2),
+            "p95_ms": round(percentile(samples, 95), 2)}  # fmt: skip
+
+
+def index_size_mb() -> float:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_relation_size('experiences_exp_embed_hnsw')")
+        (size,) = cursor.fetchone()
+    return round(size / 2**20, 1)
 
 
 def main() -> int:
@@ -201,23 +243,31 @@ def main() -> int:
                     body["tools"] = rng.sample(TOOLS, 6)
                 return body
 
-            plain = series(f"{base}/recall", key, [recall_body(False) for _ in range(args.queries)])
-            print(f"recall, no tool filter: {plain}", flush=True)
+            index_before = index_size_mb()
+            plain_bodies = [recall_body(False) for _ in range(args.queries)]
+            plain = series(f"{base}/recall", key, plain_bodies)
+            print(f"recall, no tool filter, each task new: {plain}", flush=True)
+            embedding = query_embedding(plain_bodies)
+            print(f"  of which the query embedding (in process): {embedding}", flush=True)
             filtered = series(
                 f"{base}/recall", key, [recall_body(True) for _ in range(args.queries)]
             )
-            print(f"recall, 6 available tools: {filtered}", flush=True)
+            print(f"recall, 6 available tools, each task new: {filtered}", flush=True)
             # An agent recalls for its task at every step: 20 tasks, each asked repeatedly.
             pool = [recall_body(True) for _ in range(20)]
             repeated = series(
                 f"{base}/recall", key, [rng.choice(pool) for _ in range(args.queries)]
             )
-            print(f"recall, 20 tasks asked repeatedly: {repeated}", flush=True)
+            print(f"recall, 20 tasks asked repeatedly (cached vector; not the headline): "
+                  f"{repeated}", flush=True)  # fmt: skip
             crowd = concurrent_series(
                 f"{base}/recall", key, [recall_body(True) for _ in range(args.queries)],
                 clients=args.clients,
             )  # fmt: skip
             print(f"recall, {args.clients} agents at once: {crowd}", flush=True)
+            index_after = index_size_mb()
+            print(f"HNSW index: {index_before} MB before the recalls, {index_after} MB after",
+                  flush=True)  # fmt: skip
             warning_bodies = [
                 {"tool": rng.choice(TOOLS), "arguments": {"target": "web", "force": True},
                  "environment": rng.choice(ENVIRONMENTS)}
@@ -240,6 +290,10 @@ def main() -> int:
     figures = {
         "experiences": args.experiences,
         "recall_p50_ms": plain["p50_ms"], "recall_p95_ms": plain["p95_ms"],
+        "recall_fewer_than_k": plain["fewer_than_k"] + filtered["fewer_than_k"],
+        "query_embedding_p50_ms": embedding["p50_ms"],
+        "query_embedding_p95_ms": embedding["p95_ms"],
+        "hnsw_index_mb_before": index_before, "hnsw_index_mb_after": index_after,
         "recall_filtered_p50_ms": filtered["p50_ms"], "recall_filtered_p95_ms": filtered["p95_ms"],
         "recall_repeated_task_p50_ms": repeated["p50_ms"],
         "recall_repeated_task_p95_ms": repeated["p95_ms"],

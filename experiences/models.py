@@ -1,5 +1,7 @@
 """Experience: scene features -> advice, with provenance; failure patterns for warnings."""
 
+from datetime import datetime
+
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
@@ -80,7 +82,6 @@ class Experience(models.Model):
     failure_count = models.PositiveIntegerField(default=0)
     upvotes = models.PositiveIntegerField(default=0)
     downvotes = models.PositiveIntegerField(default=0)
-    last_recalled_at = models.DateTimeField(null=True, blank=True)
     # When evidence last arrived (distilled, merged, re-derived): time decay counts from here.
     evidence_at = models.DateTimeField(default=timezone.now)
     # The embedding of the scene (`scene_text`: summary and intent), with the model that made it
@@ -161,8 +162,31 @@ class Experience(models.Model):
         return scene_text(summary=self.summary or self.task, intent=self.intent)
 
     @property
+    def last_recalled_at(self) -> datetime | None:
+        """When recall last returned it (None: never); lists read it with
+        `select_related("recall_stats")`."""
+        try:
+            return self.recall_stats.last_recalled_at
+        except ExperienceRecall.DoesNotExist:
+            return None
+
+    @property
     def is_global(self) -> bool:
         return not (self.scope_environments or self.scope_agents or self.scope_users)
+
+
+class ExperienceRecall(models.Model):
+    """When recall last returned an experience, apart from the row that carries its vector:
+    recall writes this narrow row (an in-place update: no index covers the time), never the
+    experience, so recalls neither rewrite wide rows nor add entries to the HNSW index."""
+
+    experience = models.OneToOneField(
+        Experience, primary_key=True, on_delete=models.CASCADE, related_name="recall_stats"
+    )
+    last_recalled_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"experience {self.experience_id} recalled {self.last_recalled_at:%Y-%m-%d %H:%M}"
 
 
 class ExperienceSource(models.Model):

@@ -4,7 +4,9 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Schema
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
+
+from traces.inputs import BodyIn, StrictIn
 
 
 class SceneOut(Schema):
@@ -137,7 +139,8 @@ class FailurePatternListOut(Schema):
     next_cursor: str | None
 
 
-class RecallIn(Schema):
+# Request bodies derive from traces.inputs.BodyIn: `null` in an optional field means absent.
+class RecallIn(BodyIn):
     task: str = Field(min_length=1, max_length=20000)
     task_type: Literal["query", "operation", "analysis", "other"] | None = None
     intent: str | None = Field(default=None, max_length=500)
@@ -184,9 +187,7 @@ class RecallOut(Schema):
     warnings: list[WarningOut]
 
 
-class RecallFeedbackIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
+class RecallFeedbackIn(StrictIn):
     helpful: list[int] = Field(default_factory=list)
     unhelpful: list[int] = Field(default_factory=list)
 
@@ -197,7 +198,7 @@ class RecallFeedbackOut(Schema):
     unhelpful: list[int]
 
 
-class WarningsIn(Schema):
+class WarningsIn(BodyIn):
     tool: str = Field(min_length=1, max_length=200)
     arguments: Any = None
     task: str | None = None

@@ -51,7 +51,7 @@ def _with_sources(queryset: QuerySet[Experience]) -> QuerySet[Experience]:
         Prefetch("sources", queryset=ExperienceSource.objects.select_related("trace").only(
             "id", "experience_id", "trace_id", "review_id", "step_indexes", "trace__external_id"
         ).order_by("id"))
-    ).defer("embedding")  # fmt: skip
+    ).select_related("recall_stats").defer("embedding")  # fmt: skip
 
 
 def _filter_api(queryset: QuerySet[Experience], filters: ExperienceFilters) -> QuerySet[Experience]:
@@ -149,7 +149,9 @@ def experience_library_page(
         Experience.objects.filter(project=project, merged_into__isnull=True), filters
     )
     count, capped = capped_count(queryset)
-    page = paginate_by_id(queryset.defer(*LIBRARY_DEFER), cursor=cursor, limit=limit)
+    page = paginate_by_id(
+        queryset.select_related("recall_stats").defer(*LIBRARY_DEFER), cursor=cursor, limit=limit
+    )
     has_any = count > 0 or Experience.objects.filter(project=project).exists()
     experience_mark_votes(user=user, experiences=page.items)
     return LibraryPage(page=page, count=count, is_count_capped=capped, has_any_experience=has_any)
@@ -160,7 +162,7 @@ def experience_for_user(
 ) -> Experience | None:
     """An experience of one of these projects (None otherwise); `light` leaves the heavy columns."""
     queryset = Experience.objects.filter(project__in=projects, pk=experience_id).select_related(
-        "project"
+        "project", "recall_stats"
     )
     return (queryset.defer(*LIBRARY_DEFER) if light else queryset).first()
 
@@ -274,9 +276,9 @@ class ProposalRow:
 
 
 def _proposal_queryset() -> QuerySet[MergeProposal]:
-    return MergeProposal.objects.select_related("first", "second").defer(
-        "first__embedding", "second__embedding", "first__path", "second__path"
-    )
+    return MergeProposal.objects.select_related(
+        "first__recall_stats", "second__recall_stats"
+    ).defer("first__embedding", "second__embedding", "first__path", "second__path")
 
 
 def proposal_row(proposal: MergeProposal) -> ProposalRow:

@@ -20,6 +20,7 @@ api = NinjaAPI(
 )
 api.add_router("/", traces_router)
 api.add_router("/", experiences_router)
+api.add_router("/otlp", "traces.otlp.api.router")  # OTLP/HTTP: POST otlp/v1/traces
 
 
 @api.exception_handler(DomainError)

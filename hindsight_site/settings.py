@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "ninja",
     "traces",
+    "traces.otlp",  # the OTLP/HTTP receiver: its span buffer has its own migrations
     "experiences",
 ]
 
@@ -200,10 +201,16 @@ HINDSIGHT_RATE_LIMIT_PER_MINUTE = env_int("HINDSIGHT_RATE_LIMIT_PER_MINUTE", 120
 HINDSIGHT_REENQUEUE_AFTER_SECONDS = env_int("HINDSIGHT_REENQUEUE_AFTER_SECONDS", 60, minimum=1)
 HINDSIGHT_SWEEP_INTERVAL_SECONDS = env_float("HINDSIGHT_SWEEP_INTERVAL_SECONDS", 30.0, minimum=1.0)
 HINDSIGHT_AUDIT_INGEST = env_bool("HINDSIGHT_AUDIT_INGEST", True)
+# OTLP: a trace whose root span never arrives is stored once no span came for this long.
+HINDSIGHT_OTLP_IDLE_SECONDS = env_int("HINDSIGHT_OTLP_IDLE_SECONDS", 300, minimum=1)
 
 CELERY_BEAT_SCHEDULE = {
     "enqueue-pending-traces": {
         "task": "traces.enqueue_pending_traces",
+        "schedule": HINDSIGHT_SWEEP_INTERVAL_SECONDS,
+    },
+    "otlp-complete-idle-traces": {
+        "task": "otlp.complete_idle_traces",
         "schedule": HINDSIGHT_SWEEP_INTERVAL_SECONDS,
     },
 }
@@ -274,6 +281,10 @@ HINDSIGHT_RECALL_KEYWORD_WEIGHT = env_float("HINDSIGHT_RECALL_KEYWORD_WEIGHT", 0
 # Keyword search ignores words found in more than this share of the library (PostgreSQL's
 # statistics of the search column), like an inverse document frequency cut.
 HINDSIGHT_RECALL_COMMON_TERM = env_float("HINDSIGHT_RECALL_COMMON_TERM", 0.2, minimum=0.0)
+# The keyword ranking reads the rows holding the query's rarest words, up to about this many
+# (estimated from the same statistics), and scores them by all its words: its cost stays flat
+# as the library grows (the rows matching only common words are left to the vector ranking).
+HINDSIGHT_RECALL_KEYWORD_ROWS = env_int("HINDSIGHT_RECALL_KEYWORD_ROWS", 2000, minimum=1)
 # Recall logs (what each recall returned, the agent's feedback) are kept this many days; 0 keeps
 # them forever. Beat deletes older ones daily; /stats/ looks back 30 days.
 HINDSIGHT_RECALL_LOG_DAYS = env_int("HINDSIGHT_RECALL_LOG_DAYS", 90, minimum=0)
@@ -281,10 +292,6 @@ CELERY_BEAT_SCHEDULE["prune-recall-logs"] = {
     "task": "experiences.prune_recall_logs",
     "schedule": 24 * 3600,
 }
-# The keyword ranking reads the rows holding the query's rarest words, up to about this many
-# (estimated from the same statistics), and scores them by all its words: its cost stays flat
-# as the library grows (the rows matching only common words are left to the vector ranking).
-HINDSIGHT_RECALL_KEYWORD_ROWS = env_int("HINDSIGHT_RECALL_KEYWORD_ROWS", 2000, minimum=1)
 # Warnings only for patterns seen at least this often, with arguments at least this similar.
 HINDSIGHT_WARN_MIN_OCCURRENCES = env_int("HINDSIGHT_WARN_MIN_OCCURRENCES", 2, minimum=1)
 HINDSIGHT_WARN_MIN_SIMILARITY = env_float("HINDSIGHT_WARN_MIN_SIMILARITY", 0.5, minimum=0.0)

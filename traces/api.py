@@ -1,4 +1,4 @@
-"""The trajectory API: ingest (single, batch, streamed) and reads. Handlers are thin shells."""
+"""The trajectory API: ingest (single, batch, streamed, transcripts) and reads. Thin handlers."""
 
 from datetime import datetime
 
@@ -16,11 +16,12 @@ from traces.schemas import (
     TraceBatchIn,
     TraceCompleteIn,
     TraceDetailOut,
+    TraceImportIn,
     TraceIn,
     TraceListOut,
     TraceOpenIn,
 )
-from traces.services import ingest, streaming
+from traces.services import imports, ingest, streaming
 
 router = Router(tags=["traces"])
 
@@ -48,6 +49,22 @@ def post_trace_batch(request: HttpRequest, payload: TraceBatchIn):
     """Store many trajectories; each gets its own result (created, duplicate, conflict, invalid)."""
     key = require_scope(request, "ingest")
     results = ingest.trace_ingest_batch(project=key.project, items=payload.traces, api_key=key)
+    return {"results": results}
+
+
+@router.post("/traces/import", response={200: TraceAcceptedOut, 201: TraceAcceptedOut})
+def post_trace_import(request: HttpRequest, payload: TraceImportIn):
+    """Store an OpenAI / Anthropic transcript as a trajectory; answered like POST /traces."""
+    key = require_scope(request, "ingest")
+    result = imports.trace_import(project=key.project, payload=payload, api_key=key)
+    return Status(201 if result.created else 200, _accepted(result.trace))
+
+
+@router.post("/traces/import/batch", response=BatchOut)
+def post_trace_import_batch(request: HttpRequest, payload: TraceBatchIn):
+    """Store many transcripts; each gets its own result, like POST /traces/batch."""
+    key = require_scope(request, "ingest")
+    results = imports.trace_import_batch(project=key.project, items=payload.traces, api_key=key)
     return {"results": results}
 
 

@@ -5,7 +5,17 @@ from typing import Any, Literal
 
 from django.conf import settings
 from ninja import Schema
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from traces import transcripts
+from traces.inputs import BodyIn, StrictIn
 
 StepKind = Literal["user_input", "llm_reasoning", "tool_call", "system", "state_change"]
 Outcome = Literal["success", "failure", "partial", "unknown"]
@@ -13,14 +23,10 @@ TaskType = Literal["query", "operation", "analysis", "other"]
 Name = Field(min_length=1, max_length=200)
 
 
-class StrictIn(BaseModel):
-    # Plain pydantic, not ninja.Schema: Schema's wrap validator (for reading ORM objects) costs
-    # ~10x on nested input (every step); input never comes from ORM objects.
-    # Unknown fields are refused so a typo ("step" for "steps") is reported, not ignored.
-    model_config = ConfigDict(extra="forbid")
+# Every request body derives from BodyIn (traces/inputs.py): `null` in an optional field = absent.
 
 
-class StepContextIn(BaseModel):
+class StepContextIn(BodyIn):
     model_config = ConfigDict(extra="allow")
 
     task_goal: str = ""
@@ -131,7 +137,7 @@ class TraceCompleteIn(StrictIn):
     final_answer: str = ""
 
 
-class TraceBatchIn(Schema):
+class TraceBatchIn(BodyIn):
     # Items are validated one by one in the service, so one bad item does not fail the others.
     traces: list[dict[str, Any]] = Field(min_length=1)
 
@@ -142,6 +148,50 @@ class TraceBatchIn(Schema):
         if len(traces) > limit:
             raise ValueError(f"at most {limit} trajectories per batch; got {len(traces)}")
         return traces
+
+
+class TraceImportIn(StrictIn):
+    """A transcript as an SDK logs it (`messages`), with the trace fields around it.
+
+    Validating it converts the transcript (traces/transcripts/) into a native TraceIn; every
+    problem is a validation error located in `messages`, so it is answered like any other 422.
+    """
+
+    format: transcripts.Format
+    external_id: str = Name
+    agent: str = Name
+    outcome: Outcome
+    # The opening user request when not given.
+    task: str | None = Field(default=None, min_length=1, max_length=20000)
+    task_type: TaskType = "other"
+    intent: str = Field(default="", max_length=500)
+    environment: list[str] = Field(default_factory=list, max_length=20)
+    session_id: str = Field(default="", max_length=200)
+    user: str = Field(default="", max_length=200)
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    feedback: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    messages: list[Any] = Field(min_length=1)
+
+    _trace: TraceIn = PrivateAttr()
+
+    @model_validator(mode="after")
+    def converts_to_a_trace(self) -> "TraceImportIn":
+        native = transcripts.native_trace(
+            format=self.format,
+            messages=self.messages,
+            header=self.model_dump(exclude={"format", "messages"}),
+        )
+        try:
+            self._trace = TraceIn.model_validate(native.body)
+        except ValidationError as error:
+            raise native.relocate(error) from None
+        return self
+
+    @property
+    def trace(self) -> TraceIn:
+        return self._trace
 
 
 # ---------------------------------------------------------------------------- responses

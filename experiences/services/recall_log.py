@@ -17,8 +17,10 @@ from experiences.models import Experience, RecallLog
 from traces.errors import InvalidInput, NotFound
 from traces.models import ApiKey, Project
 
-# One statement, one round trip: the log row, and last_recalled_at of the returned experiences
-# (at most once a minute each, so an agent asking at every step does not rewrite the rows).
+# One statement, one round trip: the log row, and when the returned experiences were last
+# recalled (their narrow ExperienceRecall rows, never the experience rows with the vector; at most
+# once a minute each, so an agent asking at every step does not rewrite them; in id order, so
+# two recalls of the same experiences never wait on each other in a cycle).
 # The log is bookkeeping on the hot path: its commit does not wait for the WAL flush (a crash
 # may lose the last few log rows, never an experience or a label); set_config(..., true) lasts
 # until the end of the statement's own transaction.
@@ -31,8 +33,10 @@ logged AS (
     RETURNING id
 ),
 touched AS (
-    UPDATE experiences_experience SET last_recalled_at = %s
-    WHERE id = ANY(%s) AND (last_recalled_at IS NULL OR last_recalled_at < %s)
+    INSERT INTO experiences_experiencerecall AS r (experience_id, last_recalled_at)
+    SELECT e.id, %s FROM experiences_experience e WHERE e.id = ANY(%s) ORDER BY e.id
+    ON CONFLICT (experience_id) DO UPDATE SET last_recalled_at = EXCLUDED.last_recalled_at
+    WHERE r.last_recalled_at < %s
 )
 SELECT id FROM logged
 """

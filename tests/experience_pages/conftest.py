@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from experiences.models import Experience, ExperienceSource, MergeProposal
+from experiences.models import Experience, ExperienceRecall, ExperienceSource, MergeProposal
 from experiences.services import kb
 from experiences.tasks import rebuild_kb
 from tests.pages.conftest import (  # noqa: F401 - fixtures
@@ -57,7 +57,10 @@ def make_experience(db) -> Callable[..., Experience]:
             "embedding_model": "test",
         }
         values.update(fields)
+        recalled_at = values.pop("last_recalled_at", None)
         experience = Experience.objects.create(**values)
+        if recalled_at is not None:
+            ExperienceRecall.objects.create(experience=experience, last_recalled_at=recalled_at)
         if trace is not None:
             ExperienceSource.objects.create(
                 experience=experience, trace=trace, step_indexes=steps or [1]

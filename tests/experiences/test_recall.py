@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from experiences.embeddings import get_embedder
-from experiences.models import Experience, FailurePattern, RecallLog
+from experiences.models import Experience, ExperienceRecall, FailurePattern, RecallLog
 from experiences.services.recall import decay_factor
 
 pytestmark = pytest.mark.django_db
@@ -96,6 +96,26 @@ def test_every_recall_is_logged_and_marks_what_it_returned(recall_api, project):
     assert recalled_at is not None and timezone.now() - recalled_at < timedelta(seconds=30)
     restart.refresh_from_db()
     assert restart.last_recalled_at == recalled_at  # rewritten at most once a minute
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_recall_never_rewrites_the_experience_row(recall_api, project):
+    """Only the narrow ExperienceRecall row is written: the row with the vector keeps its
+    tuple (xmin), so recalls add nothing to the HNSW index."""
+    restart = make_experience(project, "restart")
+
+    def row_version() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT xmin::text FROM experiences_experience WHERE id = %s", [restart.pk]
+            )
+            return cursor.fetchone()[0]
+
+    before = row_version()
+    assert ids(recall_api.post("recall", {"task": "container restarting"})) == [restart.pk]
+
+    assert row_version() == before
+    assert ExperienceRecall.objects.get(experience=restart).last_recalled_at is not None
 
 
 @pytest.mark.django_db(transaction=True)

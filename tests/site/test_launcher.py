@@ -189,7 +189,8 @@ def test_it_prints_the_url_the_login_and_the_demo_key(site):
 
 def test_web_workers_load_the_embedding_model_when_they_start(site):
     # HINDSIGHT_WEB_WORKERS=1 in these tests: one worker, ready before the first recall.
-    assert site.output.count(": embedding model all-MiniLM-L6-v2/int8-dynamic ready") == 1
+    model = "all-MiniLM-L6-v2/int8-dynamic/single"
+    assert site.output.count(f": embedding model {model} ready") == 1
 
 
 def test_the_demo_key_works_over_http(site):

@@ -9,6 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from tests.conftest import step, trajectory
+from tests.traces.transcripts import Call, anthropic_transcript, chat_transcript, import_body
 from traces.management.commands import import_traces
 from traces.models import ApiKey, Project, Trace
 
@@ -135,3 +136,48 @@ def test_import_traces_keeps_line_numbers_across_chunks(tmp_path, monkeypatch):
 def test_import_traces_refuses_a_missing_file(tmp_path):
     with pytest.raises(CommandError, match="no such file"):
         run("import_traces", str(tmp_path / "nope.jsonl"), "--project", "imported")
+
+
+# ------------------------------------------------------------------------ import_traces --format
+
+
+def transcript_line(external_id: str, **fields) -> dict:
+    body = import_body("openai", external_id, messages=chat_transcript(TASK, CALLS, "done"))
+    del body["format"]  # --format gives it
+    body.update(fields)
+    return body
+
+
+TASK = "Why does the web container keep restarting?"
+CALLS = [Call("docker_ps", {"all": True}, "web Restarting (137)")]
+
+
+def test_import_traces_with_a_format_reads_one_transcript_per_line(tmp_path):
+    orphan = transcript_line("orphan")
+    orphan["messages"][3]["tool_call_id"] = "call_9"
+    claude = {
+        **transcript_line("claude"),
+        "format": "anthropic",  # a line's own format wins
+        "messages": anthropic_transcript(TASK, CALLS, "done"),
+    }
+    path = write_jsonl(
+        tmp_path / "chats.jsonl",
+        [transcript_line("chat-1"), orphan, transcript_line("chat-1"), claude],
+    )
+    out, _ = run(
+        "import_traces", str(path), "--project", "imported", "--format", "openai", "--no-progress"
+    )
+
+    assert out.splitlines() == [
+        "imported 2, duplicates 1, rejected 1",
+        "  rejected line 2 (orphan): messages[3].tool_call_id: no tool call with id 'call_9' "
+        "before it",
+    ]
+    chat = Trace.objects.get(external_id="chat-1")
+    assert (chat.task, chat.final_answer, chat.step_count) == (TASK, "done", 3)
+    assert Trace.objects.get(external_id="claude").metadata["transcript_format"] == "anthropic"
+
+
+def test_import_traces_refuses_an_unknown_format():
+    with pytest.raises(CommandError, match="invalid choice"):
+        run("import_traces", "x.jsonl", "--project", "imported", "--format", "gemini")

@@ -2,7 +2,7 @@
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -210,12 +210,17 @@ def _validation_detail(error: ValidationError) -> list[dict[str, Any]]:
 
 
 def trace_ingest_batch(
-    *, project: Project, items: list[dict[str, Any]], api_key: ApiKey | None = None
+    *,
+    project: Project,
+    items: list[dict[str, Any]],
+    api_key: ApiKey | None = None,
+    parse: Callable[[Any], TraceIn] = TraceIn.model_validate,
 ) -> list[dict[str, Any]]:
     """Store many trajectories; every item gets its own result, one bad item fails only itself.
 
-    Fast path: all new, valid items in one transaction with bulk inserts. If that transaction
-    hits a unique-key race, each item is retried on its own (the single-trace path).
+    `parse` reads one item into a TraceIn or raises a ValidationError (transcript imports pass
+    their own). Fast path: all new, valid items in one transaction with bulk inserts. If that
+    transaction hits a unique-key race, each item is retried on its own (the single-trace path).
     """
     results: list[dict[str, Any] | None] = [None] * len(items)
     step_hashes: dict[str, list[str]] = {}
@@ -223,7 +228,7 @@ def trace_ingest_batch(
     for position, raw in enumerate(items):
         external_id = raw.get("external_id") if isinstance(raw, dict) else None
         try:
-            payload = TraceIn.model_validate(raw)
+            payload = parse(raw)
         except ValidationError as error:
             results[position] = {
                 "external_id": external_id if isinstance(external_id, str) else None,

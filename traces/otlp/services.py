@@ -1,0 +1,321 @@
+"""Receiving exported spans: buffer them per trace, store the trace once it is complete.
+
+Why a buffer: exporters send spans as they *end* (a parent after its children) and in batches
+that may split a trace over several requests, while the streaming ingest appends steps strictly
+in index order. So the spans of a trace wait in `OtelSpan` (unique on span id: a retried export
+adds nothing) and become one trajectory, in start-time order, through the streaming ingest
+(`trace_open`, `trace_append_steps`, `trace_complete`) when the trace completes:
+
+* when its root arrives: a span without a parent, or an agent span whose parent is in another
+  process (the span's flags say the parent is remote);
+* or when no span of it has arrived for HINDSIGHT_OTLP_IDLE_SECONDS (beat: `otel_traces_sweep`).
+
+Spans of a completed trace that are new (not a resend) are rejected in the export's partial
+success. One row lock per trace (`OtelTrace`, taken in trace-id order) serialises concurrent
+exports of the same trace, so a trace is never completed while another request adds to it.
+"""
+
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+from pydantic import ValidationError
+
+from traces.errors import DomainError
+from traces.models import ApiKey, Project
+from traces.otlp import assembly
+from traces.otlp.conventions import (
+    SpanFacts,
+    attributes_dict,
+    clean,
+    root_facts,
+    span_facts,
+    text,
+)
+from traces.otlp.models import OtelSpan, OtelTrace
+from traces.schemas import StepsAppendIn
+from traces.services import streaming
+
+logger = logging.getLogger(__name__)
+
+# Span.flags bits (trace.proto): whether the parent's span context is known to be remote.
+_HAS_IS_REMOTE = 0x100
+_IS_REMOTE = 0x200
+_MAX_NS = 2**63 - 1  # bigint; OTLP times are fixed64
+_MAX_MESSAGES = 5
+
+
+@dataclass
+class ExportResult:
+    rejected_spans: int = 0
+    reasons: list[str] = field(default_factory=list)
+
+    def reject(self, count: int, reason: str) -> None:
+        if count <= 0:
+            return
+        self.rejected_spans += count
+        if reason not in self.reasons and len(self.reasons) < _MAX_MESSAGES:
+            self.reasons.append(reason)
+
+    @property
+    def error_message(self) -> str:
+        return "; ".join(self.reasons)[:2000]
+
+
+@dataclass(frozen=True)
+class _Received:
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    is_root: bool
+    role: str
+    start_ns: int
+    end_ns: int
+    facts: dict
+
+
+def _error_of(span: Span, attrs: dict) -> tuple[bool, str, str]:
+    """(is_error, error text, error type) from the status and the `exception` events."""
+    exception = next(
+        (attributes_dict(e.attributes) for e in span.events if e.name == "exception"), {}
+    )
+    is_error = span.status.code == Status.STATUS_CODE_ERROR
+    message = span.status.message or text(exception.get("exception.message"))
+    error_type = text(attrs.get("error.type") or exception.get("exception.type"))
+    return is_error, message if is_error else "", error_type if is_error else ""
+
+
+def _receive(span: Span, resource: dict) -> _Received | str | None:
+    """The span as buffered, why it is rejected, or None: of no GenAI kind and not a root."""
+    if len(span.trace_id) != 16 or not any(span.trace_id):
+        return "spans need a 16-byte, non-zero trace_id"
+    if len(span.span_id) != 8 or not any(span.span_id):
+        return "spans need an 8-byte, non-zero span_id"
+    if len(span.parent_span_id) not in (0, 8):
+        return "parent_span_id must be empty or 8 bytes"
+    attrs = {**resource, **attributes_dict(span.attributes)}
+    has_parent = any(span.parent_span_id)
+    remote_parent = bool(span.flags & _HAS_IS_REMOTE) and bool(span.flags & _IS_REMOTE)
+    facts: SpanFacts | None = span_facts(span.name, attrs, is_root=not has_parent)
+    if facts is None and has_parent:
+        return None
+    is_root = not has_parent or (facts is not None and facts.role == "agent" and remote_parent)
+    if facts is None:  # a root of no GenAI kind: its status and times still count
+        facts = root_facts(attrs)
+    facts.is_error, facts.error_text, facts.error_type = _error_of(span, attrs)
+    data = facts.as_json()
+    data["service_name"] = clean(text(resource.get("service.name"))[:200])
+    return _Received(
+        trace_id=span.trace_id.hex(),
+        span_id=span.span_id.hex(),
+        parent_span_id=span.parent_span_id.hex() if has_parent else "",
+        is_root=is_root,
+        role=facts.role,
+        start_ns=min(span.start_time_unix_nano, _MAX_NS),
+        end_ns=min(span.end_time_unix_nano, _MAX_NS),
+        facts=data,
+    )
+
+
+def otlp_export(
+    *, project: Project, request: ExportTraceServiceRequest, api_key: ApiKey | None = None
+) -> ExportResult:
+    """Buffer the export's agent spans; store every trace it completes. Never raises for data."""
+    result = ExportResult()
+    by_trace: dict[str, list[_Received]] = {}
+    for resource_spans in request.resource_spans:
+        resource = attributes_dict(resource_spans.resource.attributes)
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                received = _receive(span, resource)
+                if isinstance(received, str):
+                    result.reject(1, received)
+                elif received is not None:
+                    by_trace.setdefault(received.trace_id, []).append(received)
+    # Trace-id order: two requests that share traces lock them in the same order (no deadlock).
+    for trace_id in sorted(by_trace):
+        _buffer(
+            project=project,
+            trace_id=trace_id,
+            spans=by_trace[trace_id],
+            result=result,
+            api_key=api_key,
+        )
+    return result
+
+
+def _locked(project: Project, trace_id: str, *, create: bool) -> OtelTrace | None:
+    if create:
+        OtelTrace.objects.get_or_create(
+            project=project, trace_id=trace_id, defaults={"last_received_at": timezone.now()}
+        )
+    return (
+        OtelTrace.objects.select_for_update()
+        .select_related("project")
+        .filter(project=project, trace_id=trace_id)
+        .first()
+    )
+
+
+def _buffer(
+    *,
+    project: Project,
+    trace_id: str,
+    spans: list[_Received],
+    result: ExportResult,
+    api_key: ApiKey | None,
+) -> None:
+    unique = list({s.span_id: s for s in spans}.values())
+    meaningful = [s for s in unique if s.role != OtelSpan.Role.ROOT]
+    with transaction.atomic():
+        # A trace is buffered from its first agent, LLM or tool span; a root alone (of no GenAI
+        # kind) of a trace we hold nothing of is just an ordinary trace: ignored.
+        otel_trace = _locked(project, trace_id, create=bool(meaningful))
+        if otel_trace is None:
+            return
+        if otel_trace.completed_at is not None:
+            known = set(otel_trace.span_ids)
+            why = (
+                f"trace {trace_id} could not be stored: {otel_trace.error}"
+                if otel_trace.error
+                else f"trace {trace_id} was already stored as a trajectory; later spans are dropped"
+            )
+            result.reject(sum(1 for s in meaningful if s.span_id not in known), why)
+            return
+        stored = set(
+            otel_trace.spans.filter(span_id__in=[s.span_id for s in unique]).values_list(
+                "span_id", flat=True
+            )
+        )
+        fresh = [s for s in unique if s.span_id not in stored]
+        fresh = _within_step_limit(otel_trace, fresh, result)
+        OtelSpan.objects.bulk_create(
+            OtelSpan(
+                otel_trace=otel_trace,
+                span_id=s.span_id,
+                parent_span_id=s.parent_span_id,
+                role=s.role,
+                is_root=s.is_root,
+                start_ns=s.start_ns,
+                end_ns=s.end_ns,
+                facts=s.facts,
+            )
+            for s in fresh
+        )
+        otel_trace.last_received_at = timezone.now()
+        otel_trace.has_root = otel_trace.has_root or any(s.is_root for s in fresh)
+        otel_trace.save(update_fields=["last_received_at", "has_root"])
+        if otel_trace.has_root:
+            error = _complete(otel_trace, completed_by=OtelTrace.CompletedBy.ROOT, api_key=api_key)
+            if error:
+                result.reject(len(fresh), f"trace {trace_id} could not be stored: {error}")
+
+
+def _within_step_limit(
+    otel_trace: OtelTrace, fresh: list[_Received], result: ExportResult
+) -> list[_Received]:
+    limit = settings.HINDSIGHT_MAX_STEPS
+    steps = otel_trace.spans.filter(role__in=[OtelSpan.Role.LLM, OtelSpan.Role.TOOL]).count()
+    kept: list[_Received] = []
+    refused = 0
+    for span in sorted(fresh, key=lambda s: (s.start_ns, s.span_id)):
+        if span.role in (OtelSpan.Role.LLM, OtelSpan.Role.TOOL):
+            if steps >= limit:
+                refused += 1
+                continue
+            steps += 1
+        kept.append(span)
+    result.reject(refused, f"at most {limit} LLM and tool spans per trace (HINDSIGHT_MAX_STEPS)")
+    return kept
+
+
+def _complete(otel_trace: OtelTrace, *, completed_by: str, api_key: ApiKey | None) -> str:
+    """Store the buffered trace as a trajectory and close the buffer; '' or why it failed.
+
+    Call with the OtelTrace row locked. The review is enqueued when the transaction commits.
+    """
+    spans = list(otel_trace.spans.all())
+    buffered = [
+        assembly.BufferedSpan(
+            span_id=s.span_id,
+            role=s.role,
+            is_root=s.is_root,
+            start_ns=s.start_ns,
+            end_ns=s.end_ns,
+            facts=s.facts,
+        )
+        for s in spans
+    ]
+    project = otel_trace.project
+    error = ""
+    trace = None
+    try:
+        with transaction.atomic():
+            built = assembly.trajectory_build(
+                trace_id=otel_trace.trace_id,
+                spans=buffered,
+                completed_by=completed_by,
+                service_name=next(
+                    (s.facts.get("service_name", "") for s in spans if s.facts.get("service_name")),
+                    "",
+                ),
+            )
+            trace = streaming.trace_open(
+                project=project, payload=built.header, api_key=api_key
+            ).trace
+            if built.steps:
+                streaming.trace_append_steps(
+                    project=project, trace_id=trace.pk, payload=StepsAppendIn(steps=built.steps)
+                )
+            trace = streaming.trace_complete(
+                project=project, trace_id=trace.pk, payload=built.completion, api_key=api_key
+            )
+    except (DomainError, ValidationError) as failure:
+        error = failure.detail if isinstance(failure, DomainError) else _first_error(failure)
+        logger.warning("otel trace %s not stored: %s", otel_trace.trace_id, error)
+        trace = None
+    otel_trace.completed_at = timezone.now()
+    otel_trace.completed_by = completed_by
+    otel_trace.trajectory = trace
+    otel_trace.error = error
+    otel_trace.span_ids = [s.span_id for s in spans]
+    otel_trace.save(
+        update_fields=["completed_at", "completed_by", "trajectory", "error", "span_ids"]
+    )
+    otel_trace.spans.all().delete()
+    return error
+
+
+def _first_error(error: ValidationError) -> str:
+    first = error.errors(include_url=False)[0]
+    return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+
+
+def otel_traces_sweep(*, limit: int = 200) -> int:
+    """Complete traces whose root never came: nothing arrived for HINDSIGHT_OTLP_IDLE_SECONDS."""
+    before = timezone.now() - timedelta(seconds=settings.HINDSIGHT_OTLP_IDLE_SECONDS)
+    ids = list(
+        OtelTrace.objects.filter(completed_at__isnull=True, last_received_at__lt=before)
+        .order_by("last_received_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    done = 0
+    for pk in ids:
+        with transaction.atomic():
+            # skip_locked: a trace an export is adding to right now is not idle.
+            otel_trace = (
+                OtelTrace.objects.select_for_update(skip_locked=True)
+                .filter(pk=pk, completed_at__isnull=True, last_received_at__lt=before)
+                .select_related("project")
+                .first()
+            )
+            if otel_trace is None:
+                continue
+            _complete(otel_trace, completed_by=OtelTrace.CompletedBy.IDLE, api_key=None)
+            done += 1
+    return done
