@@ -432,6 +432,15 @@ def label_steps(request: ReviewRequest) -> dict[int, StepJudgement]:
             misleading[answer_source.index] = ("it produced the answer that was refused", 0.7)
         else:
             roots.append((answer_source, "it produced the final answer", 0.8))
+    if succeeded and not partial_run and answer:
+        # The values the final answer states (ids, codes, names not in the request) come from
+        # the latest step that produced each: "exit code 137: OOMKilled" cites the logs.
+        stated = (key_values(trace.final_answer) | names(trace.final_answer)) - facts.task_values
+        for step in reversed(calls):
+            used = stated & facts.values[step.index]
+            stated -= used
+            if used and step.index not in judged and step.index not in facts.duplicate_of:
+                roots.append((step, "the final answer states its result", 0.75))
     if failed_run and last_call is not None and last_call.index not in judged:
         misleading.setdefault(
             last_call.index, ("the run failed after this final action committed it", 0.6)

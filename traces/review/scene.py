@@ -137,7 +137,9 @@ def argument_summary(arguments: Any, *, limit: int = ARGUMENT_CHARS) -> str:
         scalar = _scalar(value)
         if scalar is not None:
             shown = cut_at_word(scalar, limit)
-            parts.append(f'"{shown}"' if len(arguments) == 1 else f"{key}={shown}")
+            # One text argument reads as itself ("web"); a flag or number needs its name.
+            alone = len(arguments) == 1 and isinstance(value, str)
+            parts.append(f'"{shown}"' if alone else f"{key}={shown}")
         elif isinstance(value, list):
             parts.append(f"{key}=[{len(value)} items]")
         elif isinstance(value, dict):
