@@ -5,6 +5,8 @@ import secrets
 import sys
 from pathlib import Path
 
+from django.utils.csp import CSP
+
 from hindsight_site import embedded
 from hindsight_site.env import env_bool, env_float, env_int, env_list, env_str
 
@@ -47,6 +49,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "hindsight_site.middleware.ApiBodyLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -155,6 +158,37 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "/accounts/login/"
+
+# Content-Security-Policy (Django's own middleware): the pages load only the site's own scripts,
+# styles, images and fonts (htmx, Pico, Chart.js and the API docs are served locally), no inline
+# script or style, no plugins, no framing, forms post only here.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "font-src": [CSP.SELF],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
+SECURE_REFERRER_POLICY = "same-origin"
+# Behind HTTPS (the compose deployment's proxy, or any TLS terminator): set these. The proxy
+# header is trusted only when asked, since a client could send it itself without a proxy.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("HINDSIGHT_SECURE_COOKIES", False)
+SECURE_HSTS_SECONDS = env_int("HINDSIGHT_HSTS_SECONDS", 0, minimum=0)
+SECURE_SSL_REDIRECT = env_bool("HINDSIGHT_SSL_REDIRECT", False)
+if env_bool("HINDSIGHT_TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Sign-in brute-force protection (traces.services.login_throttle): this many wrong passwords for
+# one username, or from one address, within the lockout time pause signing in for that long.
+HINDSIGHT_LOGIN_MAX_FAILURES = env_int("HINDSIGHT_LOGIN_MAX_FAILURES", 5, minimum=1)
+HINDSIGHT_LOGIN_MAX_FAILURES_PER_ADDRESS = env_int(
+    "HINDSIGHT_LOGIN_MAX_FAILURES_PER_ADDRESS", 20, minimum=1
+)
+HINDSIGHT_LOGIN_LOCKOUT_SECONDS = env_int("HINDSIGHT_LOGIN_LOCKOUT_SECONDS", 900, minimum=1)
 LOGIN_REDIRECT_URL = "/traces/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 

@@ -1,12 +1,25 @@
 from django.contrib import admin
+from django.contrib.auth.views import LoginView
+from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
 from hindsight_site.api import api
+from traces.forms import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
+
+# Both sign-in pages refuse a locked-out username or address (traces.services.login_throttle).
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/traces/", permanent=False)),
+    # Browsers ask for it on pages that name no icon (the admin, the API docs).
+    path("favicon.ico", RedirectView.as_view(url=static("img/favicon.svg"), permanent=True)),
     path("admin/", admin.site.urls),
+    path(
+        "accounts/login/",
+        LoginView.as_view(authentication_form=ThrottledAuthenticationForm),
+        name="login",
+    ),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/v1/", api.urls),
     path("api/docs", RedirectView.as_view(url="/api/v1/docs", permanent=False)),

@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class TracesConfig(AppConfig):
     name = "traces"
     verbose_name = "Trajectories"
+
+    def ready(self) -> None:
+        from traces.services import login_throttle  # noqa: F401  (connects its signals)

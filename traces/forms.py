@@ -3,6 +3,8 @@
 from datetime import date, datetime, time, timedelta
 
 from django import forms
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm
 from django.utils import timezone
 
 from traces.models import ApiKey, Membership, Step, Trace
@@ -110,3 +112,34 @@ class MemberAddForm(forms.Form):
 
 class MemberRoleForm(forms.Form):
     role = forms.ChoiceField(choices=Membership.Role.choices)
+
+
+class _LoginThrottled:
+    """Refuses a sign-in while its username or address is locked out, before the password is
+    even checked (traces.services.login_throttle counts the failures)."""
+
+    locked_out_message = ""  # shown instead of "didn't match" (templates/registration)
+
+    def clean(self):
+        from traces.services.login_throttle import login_lockout_seconds
+
+        username = self.cleaned_data.get("username") or ""  # type: ignore[attr-defined]
+        request = getattr(self, "request", None)  # AuthenticationForm keeps the request
+        address = getattr(request, "META", {}).get("REMOTE_ADDR", "")
+        seconds = login_lockout_seconds(username=username, address=address)
+        if seconds:
+            minutes = max(1, round(seconds / 60))
+            self.locked_out_message = (
+                f"Too many failed sign-ins: signing in is paused for {minutes} "
+                f"minute{'s' if minutes != 1 else ''}. Try again later."
+            )
+            raise forms.ValidationError(self.locked_out_message, code="locked_out")
+        return super().clean()  # type: ignore[misc]
+
+
+class ThrottledAuthenticationForm(_LoginThrottled, AuthenticationForm):
+    pass
+
+
+class ThrottledAdminAuthenticationForm(_LoginThrottled, AdminAuthenticationForm):
+    pass

@@ -207,3 +207,21 @@ def test_an_external_redis_url_serves_the_broker_and_the_cache(tcp_redis):
     # The value really sits in that Redis, under Django's cache key format.
     stored = external.get("hindsight:1:settings-test")
     assert stored is not None and marker in stored.decode(errors="replace")
+
+
+def test_https_deployments_set_secure_cookies_hsts_and_the_proxy_header():
+    code = (
+        "from django.conf import settings as s; import json; print(json.dumps([s.SESSION_COOKIE_"
+        "SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS, s.SECURE_SSL_REDIRECT, "
+        "getattr(s, 'SECURE_PROXY_SSL_HEADER', None)]))"
+    )
+    plain = manage("shell", "-c", code, HINDSIGHT_EMBEDDED="off")
+    assert json.loads(plain.stdout.strip().splitlines()[-1]) == [False, False, 0, False, None]
+    behind_tls = manage(
+        "shell", "-c", code, HINDSIGHT_EMBEDDED="off", HINDSIGHT_SECURE_COOKIES="true",
+        HINDSIGHT_HSTS_SECONDS="31536000", HINDSIGHT_SSL_REDIRECT="true",
+        HINDSIGHT_TRUST_X_FORWARDED_PROTO="true",
+    )  # fmt: skip
+    assert json.loads(behind_tls.stdout.strip().splitlines()[-1]) == [
+        True, True, 31536000, True, ["HTTP_X_FORWARDED_PROTO", "https"],
+    ]  # fmt: skip
