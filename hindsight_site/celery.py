@@ -1,6 +1,8 @@
+import logging
 import os
 
 from celery import Celery
+from celery.signals import worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hindsight_site.settings")
 
@@ -8,3 +10,14 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hindsight_site.settings")
 app = Celery("hindsight", include=["hindsight_site.pipeline"])
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_ready.connect
+def _reclaim_orphaned_reviews(sender, **kwargs) -> None:
+    """A (re)started worker takes back what its previous run was reviewing when it died."""
+    from traces.services.review_queue import trace_reclaim_orphans
+
+    try:
+        trace_reclaim_orphans(worker=sender.hostname)
+    except Exception:  # noqa: BLE001 - the database may still be starting: the sweep covers it
+        logging.getLogger(__name__).warning("could not reclaim orphaned reviews", exc_info=True)

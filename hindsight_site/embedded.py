@@ -234,6 +234,10 @@ class RedisServer:
                 raise RuntimeError(f"redis-server did not answer on {self.socket} in {timeout}s")
             time.sleep(0.02)
 
+    def is_running(self) -> bool:
+        """False when the server this object started has exited (one it joined is not ours)."""
+        return self.process is None or self.process.poll() is None
+
     def stop(self, *, timeout: float = 10.0) -> None:
         if self.process is None or self.process.poll() is not None:
             return

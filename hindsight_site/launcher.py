@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -26,6 +27,10 @@ from hindsight_site import embedded
 from hindsight_site.env import env_int, env_str
 
 STOP_TIMEOUT = 20.0
+# A child that dies is restarted after 1, 2, 4 ... seconds, at most this long; a child that ran
+# this long before dying starts the count again.
+RESTART_MAX_DELAY = 30.0
+RESTART_STABLE_AFTER = 60.0
 
 
 def say(message: str) -> None:
@@ -155,26 +160,70 @@ def prepare_database(directory: Path) -> tuple[str, str, str]:
 
 
 class Supervisor:
+    """Runs web, worker and beat, and restarts any of them that dies (a crash, the OOM killer,
+    a broker outage that stops the worker) with a growing delay: 1 s, 2 s, 4 s ... up to
+    RESTART_MAX_DELAY, back to 1 s once it ran RESTART_STABLE_AFTER. Services the launcher
+    owns (the embedded Redis) are watched the same way. Stopping is only ever asked for."""
+
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
         self.children: dict[str, subprocess.Popen[bytes]] = {}
+        self.commands: dict[str, list[str]] = {}
+        self.started_at: dict[str, float] = {}
+        self.failures: dict[str, int] = {}
+        self.restart_at: dict[str, float] = {}
+        self.services: list[tuple[str, Callable[[], bool], Callable[[], None]]] = []
         self.stopping = False
 
     def spawn(self, name: str, args: list[str]) -> None:
+        self.commands[name] = args
+        self._start(name)
+
+    def _start(self, name: str) -> None:
         # A new session: Ctrl-C in the terminal reaches only the launcher, which then stops
         # each child exactly once (a second SIGINT would make Celery's shutdown a cold one).
-        self.children[name] = subprocess.Popen(args, env=self.env, start_new_session=True)
+        self.children[name] = subprocess.Popen(
+            self.commands[name], env=self.env, start_new_session=True
+        )
+        self.started_at[name] = time.monotonic()
+
+    def watch_service(
+        self, name: str, alive: Callable[[], bool], restart: Callable[[], None]
+    ) -> None:
+        self.services.append((name, alive, restart))
 
     def request_stop(self, signum: int, _frame) -> None:
         self.stopping = True
 
+    def _delay(self, name: str, now: float) -> float:
+        if now - self.started_at.get(name, now) >= RESTART_STABLE_AFTER:
+            self.failures[name] = 0
+        self.failures[name] = self.failures.get(name, 0) + 1
+        return min(RESTART_MAX_DELAY, 2.0 ** (self.failures[name] - 1))
+
     def watch(self) -> int:
         while not self.stopping:
+            now = time.monotonic()
+            for name, alive, restart in self.services:
+                if not alive():
+                    say(f"{name} is not running; restarting it")
+                    try:
+                        restart()
+                    except Exception as error:  # noqa: BLE001 - tried again next round
+                        say(f"{name} did not restart: {error}")
             for name, child in self.children.items():
+                if name in self.restart_at:
+                    if now >= self.restart_at[name] and not self.stopping:
+                        del self.restart_at[name]
+                        say(f"restarting {name}")
+                        self._start(name)
+                    continue
                 code = child.poll()
                 if code is not None:
-                    say(f"{name} exited with status {code}; stopping everything")
-                    return 1
+                    delay = self._delay(name, now)
+                    say(f"{name} exited with status {code}; restarting it in {delay:.0f} s "
+                        f"(restart {self.failures[name]})")  # fmt: skip
+                    self.restart_at[name] = now + delay
             time.sleep(0.3)
         return 0
 
@@ -287,6 +336,8 @@ def run(args: argparse.Namespace) -> int:
                     str(directory / "celerybeat-schedule"),
                 ],
             )
+        if redis is not None:
+            supervisor.watch_service("Redis", redis.is_running, redis.start)
         if not wait_for_site(host, port, timeout=60) and not supervisor.stopping:
             say("the web server did not answer within 60 s")
             return 1

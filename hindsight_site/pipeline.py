@@ -46,7 +46,7 @@ class ReviewTask(Task):
 )
 def review_trace(self, trace_id: int) -> str:
     """Review a complete trace, then store labels, reviews, experiences and failure patterns."""
-    plan = review.review_begin(trace_id=trace_id)
+    plan = review.review_begin(trace_id=trace_id, worker=self.request.hostname or "")
     if plan is None:
         return "nothing to do"
     outcomes = review.review_run(plan)  # the reviewer (maybe an LLM): no transaction open

@@ -130,6 +130,9 @@ class Trace(models.Model):
     )
     review_status_reason = models.TextField(blank=True)
     review_status_at = models.DateTimeField(auto_now_add=True)
+    # The Celery worker (its hostname) that set `reviewing`: when that worker comes back after
+    # dying mid-review, it hands the trace back to review at once (review_queue).
+    review_worker = models.CharField(max_length=200, blank=True)
     # A human relabel sets labels_changed_at; re-derivation of the experiences sets
     # experiences_derived_at. Beat re-derives traces where the first is newer (a lost task).
     labels_changed_at = models.DateTimeField(null=True, blank=True)

@@ -49,8 +49,9 @@ def child_env(data_dir: Path, **extra: str) -> dict[str, str]:
 class Launcher:
     """One `hindsight run` process at a time on a fixed data dir and port."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, **env: str) -> None:
         self.data_dir = data_dir
+        self.extra_env = env
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.log = data_dir.parent / "launcher.log"
@@ -67,6 +68,7 @@ class Launcher:
             # One of each keeps the start quick; the supervision is the same for any count.
             HINDSIGHT_WEB_WORKERS="1",
             HINDSIGHT_WORKER_CONCURRENCY="1",
+            **self.extra_env,
         )
         with self.log.open("wb") as log:  # a fresh log per start
             self.process = subprocess.Popen(

@@ -65,7 +65,7 @@ def review_request(trace: TraceView, steps: list[StepView], window: Window) -> R
     return ReviewRequest(trace=trace, steps=in_window, window=window, prompt=prompt)
 
 
-def review_begin(*, trace_id: int) -> ReviewPlan | None:
+def review_begin(*, trace_id: int, worker: str = "") -> ReviewPlan | None:
     """Claim the trace for review and decide which reviews run; None when there is nothing to do.
 
     A trace already `reviewing` is taken again: that is a redelivered task whose worker died.
@@ -90,7 +90,15 @@ def review_begin(*, trace_id: int) -> ReviewPlan | None:
         trace.review_status = Trace.ReviewStatus.REVIEWING
         trace.review_status_reason = ""
         trace.review_status_at = timezone.now()
-        trace.save(update_fields=["review_status", "review_status_reason", "review_status_at"])
+        trace.review_worker = worker
+        trace.save(
+            update_fields=[
+                "review_status",
+                "review_status_reason",
+                "review_status_at",
+                "review_worker",
+            ]
+        )
     locals_ = [w for w in windows if w.kind == "local"]
     parts = [f"full review ({full_reason})"] if full_reason else []
     if locals_:

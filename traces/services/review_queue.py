@@ -81,6 +81,28 @@ def trace_enqueue_stale(*, limit: int = 1000) -> int:
     return review_enqueue(trace_ids=ids)
 
 
+def trace_reclaim_orphans(*, worker: str) -> int:
+    """A worker starting: the traces its previous run left `reviewing` (it died mid-review:
+    killed, out of memory) go back to review now, not when the broker redelivers the task
+    (the visibility timeout) or the stuck sweep (STUCK_AFTER). The launcher restarts a dead
+    worker under the same name. A redelivered task finding it reviewed does nothing."""
+    if not worker:
+        return 0
+    ids = list(
+        Trace.objects.filter(
+            review_status=Trace.ReviewStatus.REVIEWING, review_worker=worker
+        ).values_list("pk", flat=True)
+    )
+    if not ids:
+        return 0
+    logger.warning("worker %s restarted: %d trace(s) it was reviewing go back to review",
+                   worker, len(ids))  # fmt: skip
+    Trace.objects.filter(pk__in=ids, review_status=Trace.ReviewStatus.REVIEWING).update(
+        review_status=Trace.ReviewStatus.PENDING, review_status_at=timezone.now()
+    )
+    return review_enqueue(trace_ids=ids)
+
+
 def trace_rederive_stale(*, limit: int = 500) -> int:
     """Re-derive traces relabelled more than a sweep ago whose re-derivation never ran."""
     from hindsight_site.celery import app

@@ -1,0 +1,126 @@
+"""Faults under the real launcher: a dead worker, web server or Redis is restarted, and nothing
+accepted is lost. The review goes through the LLM path against the local OpenAI-compatible
+server, slowed down so the worker can be killed in the middle of a review."""
+
+import json
+import os
+import signal
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.experiences.trajectories import seed_000_body
+from tests.fake_openai import FakeOpenAI
+from tests.site.test_launcher import Launcher
+
+pytestmark = pytest.mark.launcher
+
+RECOVERY_BOUND = 60.0  # seconds from the fault to the trajectory being reviewed
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[FakeOpenAI]:
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, llm) -> Iterator[Launcher]:
+    launcher = Launcher(
+        tmp_path_factory.mktemp("faults") / "data",
+        OPENAI_BASE_URL=llm.base_url, OPENAI_API_KEY="test", HINDSIGHT_LLM_MODEL="fake-reviewer",
+        HINDSIGHT_REVIEWER="llm", HINDSIGHT_LLM_TIMEOUT="30",
+    )  # fmt: skip
+    launcher.start()
+    yield launcher
+    launcher.stop()
+
+
+def call(site: Launcher, method: str, path: str, body: dict | None = None) -> dict:
+    request = urllib.request.Request(
+        f"{site.base_url}/api/v1/{path}", method=method,
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"Bearer {site.demo_key()}",
+                 "Content-Type": "application/json"},
+    )  # fmt: skip
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if value := predicate():
+                return value
+        except OSError:
+            pass  # the web server is (re)starting
+        time.sleep(0.3)
+    pytest.fail(f"not within {timeout:.0f} s: {what}")
+
+
+def child_pid(site: Launcher, needle: str) -> int:
+    """The launcher's direct child whose command line contains `needle`."""
+    assert site.process is not None
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == site.process.pid and needle in cmdline:
+            return int(entry.name)
+    raise AssertionError(f"no child running {needle!r}")
+
+
+def log(site: Launcher) -> str:
+    return site.log.read_text(errors="replace")
+
+
+def review_status(site: Launcher, trace_id: int) -> str:
+    return call(site, "GET", f"traces/{trace_id}")["review_status"]
+
+
+def test_a_worker_killed_mid_review_is_restarted_and_the_review_finishes(site, llm):
+    llm.delay = 6.0  # the review is in the worker's hands for six seconds
+    trace = call(site, "POST", "traces", seed_000_body("killed-mid-review"))
+    wait_for(lambda: review_status(site, trace["id"]) == "reviewing", 30, "review started")
+
+    os.kill(child_pid(site, " worker "), signal.SIGKILL)
+    killed_at = time.monotonic()
+    llm.delay = 0.0
+    wait_for(lambda: "worker exited with status -9; restarting it" in log(site), 10,
+             "the launcher noticed")  # fmt: skip
+    wait_for(lambda: review_status(site, trace["id"]) == "reviewed", RECOVERY_BOUND,
+             "the review finished after the restart")  # fmt: skip
+    assert time.monotonic() - killed_at < RECOVERY_BOUND
+    assert "restarted: 1 trace(s) it was reviewing go back to review" in log(site)
+    assert site.process.poll() is None  # the launcher kept everything else running
+
+
+def test_a_killed_web_server_comes_back(site):
+    os.kill(child_pid(site, "gunicorn"), signal.SIGKILL)
+    wait_for(lambda: "web exited with status -9; restarting it" in log(site), 10, "noticed")
+    trace = wait_for(
+        lambda: call(site, "POST", "traces", seed_000_body("after-web-restart")), 60,
+        "the API answers again",
+    )  # fmt: skip
+    wait_for(lambda: review_status(site, trace["id"]) == "reviewed", RECOVERY_BOUND, "reviewed")
+
+
+def test_a_killed_redis_is_restarted_and_ingest_goes_on(site):
+    os.kill(child_pid(site, "redis-server"), signal.SIGKILL)
+    wait_for(lambda: "Redis is not running; restarting it" in log(site), 10, "noticed")
+    trace = wait_for(
+        lambda: call(site, "POST", "traces", seed_000_body("after-redis-restart")), 30,
+        "ingest answers",
+    )  # fmt: skip
+    # Published at once if the worker is back on the broker, else by the pending sweep.
+    wait_for(lambda: review_status(site, trace["id"]) == "reviewed", RECOVERY_BOUND, "reviewed")
+    assert site.process.poll() is None
