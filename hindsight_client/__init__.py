@@ -9,7 +9,8 @@ with client.recorder(agent="ops-bot", task="...", environment=["docker"]) as rec
         call.observation = run_tool(...)
 
 What a recorder cannot send before it stops is spooled to disk and resent by the next recorder,
-or explicitly with `resend_spooled(client)`.
+or explicitly with `resend_spooled(client)`. Nothing is sent over the server's size `Limits`;
+a step the server refuses fails alone (`rec.rejected_steps`), the rest of the trace is stored.
 """
 
 from hindsight_client.client import HindsightClient
@@ -17,9 +18,13 @@ from hindsight_client.errors import (
     ApiError,
     ConnectionFailed,
     HindsightError,
+    InvalidRequest,
     QueueFull,
     RecorderError,
+    RequestTooLarge,
+    StepRejected,
 )
+from hindsight_client.limits import Limits
 from hindsight_client.models import Recall, RecallItem, ToolWarning
 from hindsight_client.recorder import StepHandle, TrajectoryRecorder
 from hindsight_client.spool import ResendResult, default_spool_dir, resend_spooled
@@ -31,12 +36,16 @@ __all__ = [
     "ConnectionFailed",
     "HindsightClient",
     "HindsightError",
+    "InvalidRequest",
+    "Limits",
     "QueueFull",
     "Recall",
     "RecallItem",
     "RecorderError",
+    "RequestTooLarge",
     "ResendResult",
     "StepHandle",
+    "StepRejected",
     "ToolWarning",
     "TrajectoryRecorder",
     "default_spool_dir",

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from hindsight_client.errors import RequestTooLarge
+from hindsight_client.limits import Limits
 from hindsight_client.models import Recall, ToolWarning
 from hindsight_client.recorder import TrajectoryRecorder
 from hindsight_client.spool import ResendResult, resend_spooled
@@ -18,7 +21,11 @@ class HindsightClient:
     Synchronous calls retry connection errors, 5xx and 429 `retries` times with a short
     backoff (a Retry-After above `max_retry_wait` seconds is not waited: the error is raised),
     so a recall never stalls an agent for long. Errors are `hindsight_client.ApiError`
-    (status + the server's detail) or `ConnectionFailed`.
+    (status + the server's detail; `RequestTooLarge` for a 413, `InvalidRequest` for a 422 or
+    400) or `ConnectionFailed`.
+
+    `limits` are the server's size limits (`Limits()`: its defaults); nothing over them is
+    sent. Set them when the server runs with other `HINDSIGHT_MAX_*` values.
 
     `spool_dir` is where its recorders spool what they could not send before stopping (None:
     `$HINDSIGHT_SPOOL_DIR` or the user cache dir; False: no spool); see `resend_spooled`.
@@ -33,8 +40,9 @@ class HindsightClient:
         retries: int = 2,
         max_retry_wait: float = 5.0,
         spool_dir: str | os.PathLike[str] | bool | None = None,
+        limits: Limits | None = None,
     ) -> None:
-        self.transport = Transport(base_url, api_key, timeout)
+        self.transport = Transport(base_url, api_key, timeout, limits=limits)
         self.spool_dir = spool_dir
         self.retries = retries
         self.max_retry_wait = max_retry_wait
@@ -44,9 +52,21 @@ class HindsightClient:
     def base_url(self) -> str:
         return self.transport.base_url
 
-    def _call(self, method: str, path: str, body: Any = None, *, retry: bool = True) -> Any:
+    @property
+    def limits(self) -> Limits:
+        return self.transport.limits
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        retry: bool = True,
+        data: bytes | None = None,
+    ) -> Any:
         return call_with_retries(
-            lambda: self.transport.request(method, path, body),
+            lambda: self.transport.request(method, path, body, data=data),
             attempts=1 + (self.retries if retry else 0),
             backoff=self.backoff,
             max_wait=self.max_retry_wait,
@@ -121,12 +141,33 @@ class HindsightClient:
     # ------------------------------------------------------------------ traces
 
     def send_trace(self, trace: dict[str, Any]) -> dict[str, Any]:
-        """Store one complete trajectory (idempotent on external_id: retries are safe)."""
+        """Store one complete trajectory (idempotent on external_id: retries are safe).
+        Raises RequestTooLarge (413: over the body or step limit; a body over `limits` is not
+        sent) and InvalidRequest (422, the field errors in `detail`) without retrying."""
         return self._call("POST", "traces", trace)
 
     def send_traces(self, traces: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Store many; one result per trace (`created`, `duplicate`, `conflict`, `invalid`)."""
-        return self._call("POST", "traces/batch", {"traces": list(traces)})["results"]
+        """Store many; one result per trace (`created`, `duplicate`, `conflict`, `invalid`).
+
+        Sent in as many `traces/batch` requests as `limits` need (at most `max_batch` traces
+        and `max_body_bytes` each); the results keep the order of `traces`. A trace that cannot
+        fit in a request on its own raises RequestTooLarge before anything is sent."""
+        encoded = [json.dumps(trace, default=str).encode() for trace in traces]
+        room = self.limits.max_body_bytes - len(_BATCH_OPEN + _BATCH_CLOSE)
+        for position, item in enumerate(encoded):
+            if len(item) > room:
+                external_id = traces[position].get("external_id")
+                raise RequestTooLarge(
+                    413,
+                    f"trace {position} ({external_id!r}) is {len(item)} bytes; one request "
+                    f"holds at most {self.limits.max_body_bytes} bytes (nothing was sent)",
+                    client_side=True,
+                )
+        results: list[dict[str, Any]] = []
+        for chunk in _chunks(encoded, count=self.limits.max_batch, size=room):
+            data = _BATCH_OPEN + b",".join(chunk) + _BATCH_CLOSE
+            results += self._call("POST", "traces/batch", data=data)["results"]
+        return results
 
     def get_trace(self, trace_id: int) -> dict[str, Any]:
         return self._call("GET", f"traces/{trace_id}")
@@ -155,6 +196,24 @@ class HindsightClient:
             external_id=external_id,
             **{"spool_dir": self.spool_dir, **options},
         )
+
+
+_BATCH_OPEN = b'{"traces":['
+_BATCH_CLOSE = b"]}"
+
+
+def _chunks(items: list[bytes], *, count: int, size: int) -> Iterator[list[bytes]]:
+    """Consecutive runs of at most `count` items and `size` bytes joined by commas."""
+    chunk: list[bytes] = []
+    used = 0
+    for item in items:
+        if chunk and (len(chunk) >= count or used + 1 + len(item) > size):
+            yield chunk
+            chunk, used = [], 0
+        used += len(item) + (1 if chunk else 0)
+        chunk.append(item)
+    if chunk:
+        yield chunk
 
 
 def _list(values: Sequence[str] | None) -> list[str] | None:

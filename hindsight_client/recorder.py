@@ -12,8 +12,20 @@ whose answer was lost is simply resent: the server skips a step it already store
 or completing the same trace twice is a no-op. Nothing is lost while the server is briefly down
 as long as the queue has room.
 
-Any other error (401, 403, 404, 409, 413, 422) is permanent: it is logged once, the recorder
-stops, `recorder.error` holds it and `flush()` raises `RecorderError`. It is never retried.
+Sizes: the recorder keeps to the server's limits (`transport.limits`): no request is over
+`max_body_bytes` (a step that would not fit alone has its longest text cut, with a marker), and
+events past `max_steps - 1` are dropped and counted (the last index is kept for the closing
+`system` step that says so).
+
+A step the server refuses for its content (413, 422, 400, or a 500 it answers that step alone;
+see `hindsight_client.isolation`) fails alone: its batch is split until the step is found, a
+`system` step saying what was refused takes its index, the rest is stored and the trace
+completes. `recorder.rejected_steps` lists them (StepRejected), each logged once. A completion
+refused for its text is sent with its outcome alone (`recorder.completion_error`).
+
+Any other error (401, 403, 404, 409; a 413 or 422 on the open) is permanent: it is logged once,
+the recorder stops, `recorder.error` holds it and `flush()` raises `RecorderError`. It is never
+retried.
 
 A full queue (the server has been unreachable for a while, or the agent records faster than the
 server stores): `record_event` blocks for at most `put_timeout` seconds, then, with the default
@@ -53,7 +65,22 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from hindsight_client.errors import ApiError, ConnectionFailed, QueueFull, RecorderError
+from hindsight_client.errors import (
+    ApiError,
+    ConnectionFailed,
+    QueueFull,
+    RecorderError,
+    StepRejected,
+)
+from hindsight_client.isolation import (
+    Item,
+    deliver_completion,
+    deliver_steps,
+    server_answers,
+    stand_in,
+    too_large,
+)
+from hindsight_client.limits import fit_step, steps_body
 from hindsight_client.spool import resend_in_background, resolve_spool_dir, spool_write
 from hindsight_client.transport import Backoff, Transport, is_retryable
 
@@ -62,6 +89,9 @@ logger = logging.getLogger("hindsight_client")
 STEP_KINDS = ("user_input", "llm_reasoning", "tool_call", "system", "state_change")
 OUTCOMES = ("success", "failure", "partial", "unknown")
 Overflow = Literal["drop", "raise"]
+# A request answered 500 this many times in a row may be refused for its content: a batch is
+# then split, a step checked against a probe (see hindsight_client.isolation).
+SUSPECT_500_AFTER = 3
 
 
 UTC = timezone.utc  # noqa: UP017 - the client is vendored into agents on Python < 3.11
@@ -144,6 +174,7 @@ class TrajectoryRecorder:
         self.backoff = backoff or Backoff(base=0.1, cap=2.0)
         self.exit_timeout = exit_timeout
         self.spool_dir = resolve_spool_dir(spool_dir)
+        self.limits = transport.limits
 
         self._queue: queue.Queue[dict[str, Any] | _Wake] = queue.Queue(maxsize=max(1, max_queue))
         self._context: dict[str, Any] = {"task_goal": task}
@@ -151,6 +182,9 @@ class TrajectoryRecorder:
         self._accepted = 0  # events put on the queue
         self._stored = 0  # steps the server confirmed
         self._dropped = 0
+        self._over_limit = 0  # events past the server's steps per trajectory
+        self._rejected_steps: list[StepRejected] = []
+        self._completion_error: ApiError | None = None
         self._finish: dict[str, Any] | None = None
         self._completed = False
         self._error: ApiError | None = None
@@ -159,9 +193,12 @@ class TrajectoryRecorder:
         self._outcome: dict[str, Any] = {}
         self.trace_id: int | None = None
         # Held by the sender while it moves events from the queue to `_inflight` (indexing
-        # them), and by the spool snapshot: an event is always in exactly one of the two.
+        # them), and by the spool snapshot: an event is always in exactly one of the queue,
+        # `_carry` and `_inflight`.
         self._take_lock = threading.Lock()
-        self._inflight: list[tuple[dict[str, Any], bytes]] = []  # sent, not yet acknowledged
+        self._inflight: list[Item] = []  # sent, not yet acknowledged
+        # Indexed but left for the next batch: it would have made this one too large.
+        self._carry: Item | None = None
         self._notice_built = False
         self._spooled = False
         self._spool_path: Path | None = None
@@ -375,7 +412,22 @@ class TrajectoryRecorder:
 
     @property
     def dropped(self) -> int:
-        return self._dropped
+        """Events not recorded: the queue was full, or the trajectory had reached the server's
+        steps per trajectory (`limits.max_steps`)."""
+        return self._dropped + self._over_limit
+
+    @property
+    def rejected_steps(self) -> list[StepRejected]:
+        """The steps the server refused (or that could not fit in a request even cut), each
+        replaced in the trace by a `system` step saying so; the rest was stored."""
+        with self._lock:
+            return list(self._rejected_steps)
+
+    @property
+    def completion_error(self) -> ApiError | None:
+        """Why the server refused the completion as finished (its final_answer, feedback or
+        ended_at); the trace was then completed with the outcome alone."""
+        return self._completion_error
 
     @property
     def pending(self) -> int:
@@ -438,14 +490,14 @@ class TrajectoryRecorder:
             while not self._stop.is_set():
                 batch = self._take()
                 if batch:
-                    self._deliver(partial(self._append, batch))
+                    self._send_steps(batch)
                     with self._lock:
                         self._stored += len(batch)
                         self._inflight = []
                         self._lock.notify_all()
                 elif self._finish is not None and self._queue.empty():
                     self._send_dropped_notice()
-                    self._deliver(self._complete)
+                    self._send_completion()
                     with self._lock:
                         self._completed = True
                         self._lock.notify_all()
@@ -457,39 +509,73 @@ class TrajectoryRecorder:
         finally:
             _live.discard(self)
 
-    def _take(self) -> list[tuple[dict[str, Any], bytes]]:
-        """Up to batch_size steps (and max_batch_bytes), indexed in queue order, kept as
-        `_inflight` until acknowledged. Blocks while the queue is empty and the recorder is not
-        finished; `stop` wakes it with a _WAKE, so the take lock is never held for long."""
+    def _take(self) -> list[Item]:
+        """Up to batch_size steps (and max_batch_bytes, never over the server's body limit),
+        indexed in queue order, kept as `_inflight` until acknowledged. Blocks while the queue
+        is empty and the recorder is not finished; `stop` wakes it with a _WAKE, so the take
+        lock is never held for long."""
         with self._take_lock:
             if self._stop.is_set():
                 raise _Stopped
-            batch: list[tuple[dict[str, Any], bytes]] = []
+            batch: list[Item] = []
             size = 0
+            room = min(self.max_batch_bytes, self.limits.step_bytes)
             block = self._finish is None
             while len(batch) < self.batch_size:
-                try:
-                    item = self._queue.get(block=block and not batch, timeout=None)
-                except queue.Empty:
-                    break
-                if isinstance(item, _Wake):
-                    if self._stop.is_set():
+                if self._carry is not None:
+                    item, self._carry = self._carry, None
+                else:
+                    try:
+                        event = self._queue.get(block=block and not batch, timeout=None)
+                    except queue.Empty:
                         break
-                    block = False
-                    continue
-                batch.append(self._index(item))
-                size += len(batch[-1][1])
-                if size >= self.max_batch_bytes:
+                    if isinstance(event, _Wake):
+                        if self._stop.is_set():
+                            break
+                        block = False
+                        continue
+                    if self._past_step_limit():
+                        continue
+                    item = self._index(event)
+                if batch and size + 1 + len(item[1]) > room:
+                    self._carry = item
                     break
+                size += len(item[1]) + (1 if batch else 0)
+                batch.append(item)
             self._inflight = batch
             return batch
 
-    def _index(self, step: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+    def _past_step_limit(self) -> bool:
+        """True (and the event counted as dropped) once the indexes reach the server's steps
+        per trajectory; the last index is kept for the closing notice. Take lock held."""
+        if self._next_index < self.limits.max_steps - 1:
+            return False
+        with self._lock:
+            self._accepted -= 1
+            self._over_limit += 1
+            first = self._over_limit == 1
+            self._lock.notify_all()
+        if first:
+            logger.warning(
+                "hindsight recorder %s: the server stores at most %d steps per trajectory; "
+                "dropping later events",
+                self.external_id,
+                self.limits.max_steps,
+            )
+        return True
+
+    def _index(self, step: dict[str, Any]) -> Item:
         step["index"] = self._next_index
         self._next_index += 1
-        return step, self._encode(step)
+        encoded = self._encode(step)
+        if encoded is None:
+            # Not sendable at all: it fails alone, here, and a stand-in keeps its index.
+            return self._refuse((step, b""), too_large(step, self.limits.step_bytes))
+        return step, encoded
 
-    def _encode(self, step: dict[str, Any]) -> bytes:
+    def _encode(self, step: dict[str, Any]) -> bytes | None:
+        """The step as sent: the observation cut at max_observation_chars, then any text cut
+        that keeps the step within one request; None if it cannot fit."""
         observation = step.get("observation")
         cap = self.max_observation_chars
         if observation is not None and not isinstance(observation, str):
@@ -498,11 +584,58 @@ class TrajectoryRecorder:
                 step["observation"] = observation = text
         if isinstance(observation, str) and len(observation) > cap:
             step["observation"] = observation[:cap] + f"\n[... cut by the client at {cap} chars]"
-        return json.dumps(step, default=str).encode()
+        return fit_step(step, self.limits.step_bytes)
 
-    def _deliver(self, send: Callable[[], None]) -> None:
-        """Call `send` until it succeeds; retryable errors wait and retry, others raise."""
+    def _send_steps(self, batch: list[Item]) -> None:
+        """Store `batch` (the `_inflight` list: a refused step is replaced in it)."""
+        deliver_steps(
+            batch,
+            send=lambda items: self._deliver(
+                partial(self._append, items), give_up_on_500=SUSPECT_500_AFTER
+            ),
+            probe=self._probe,
+            refuse=self._refuse,
+        )
+
+    def _refuse(self, item: Item, error: ApiError) -> Item:
+        rejected, replacement = stand_in(item, error)
+        with self._lock:
+            self._rejected_steps.append(rejected)
+        logger.warning(
+            "hindsight recorder %s: %s; a system step stands in for it",
+            self.external_id,
+            rejected,
+        )
+        return replacement
+
+    def _probe(self) -> None:
+        """Wait until the server answers a request that stores nothing."""
+        self._deliver(partial(server_answers, self.transport))
+
+    def _send_completion(self) -> None:
+        assert self._finish is not None
+        refusal = deliver_completion(
+            self._finish,
+            send=lambda body: self._deliver(
+                partial(self._complete, body), give_up_on_500=SUSPECT_500_AFTER
+            ),
+            probe=self._probe,
+        )
+        if refusal is not None:
+            self._completion_error = refusal
+            logger.warning(
+                "hindsight recorder %s: the server refused the completion (%s); "
+                "completed with the outcome %r alone",
+                self.external_id,
+                refusal,
+                self._finish["outcome"],
+            )
+
+    def _deliver(self, send: Callable[[], None], *, give_up_on_500: int | None = None) -> None:
+        """Call `send` until it succeeds; retryable errors wait and retry, others raise, and
+        so does the `give_up_on_500`th 500."""
         attempt = 0
+        server_errors = 0
         failing_since: float | None = None
         last_log = 0.0
         while True:
@@ -520,6 +653,10 @@ class TrajectoryRecorder:
             except (ApiError, ConnectionFailed) as error:
                 if not is_retryable(error):
                     raise
+                if isinstance(error, ApiError) and error.status == 500:
+                    server_errors += 1
+                    if give_up_on_500 is not None and server_errors >= give_up_on_500:
+                        raise
                 now = time.monotonic()
                 if failing_since is None:
                     failing_since = now
@@ -540,13 +677,12 @@ class TrajectoryRecorder:
         answer = self.transport.request("POST", "traces/open", self._header)
         self.trace_id = answer["id"]
 
-    def _append(self, batch: list[tuple[dict[str, Any], bytes]]) -> None:
-        body = b'{"steps":[' + b",".join(encoded for _, encoded in batch) + b"]}"
+    def _append(self, batch: list[Item]) -> None:
+        body = steps_body([encoded for _, encoded in batch])
         self.transport.request("POST", f"traces/{self.trace_id}/steps", data=body)
 
-    def _complete(self) -> None:
-        assert self._finish is not None
-        self.transport.request("POST", f"traces/{self.trace_id}/complete", self._finish)
+    def _complete(self, body: dict[str, Any]) -> None:
+        self.transport.request("POST", f"traces/{self.trace_id}/complete", body)
 
     def _send_dropped_notice(self) -> None:
         with self._take_lock:
@@ -556,19 +692,27 @@ class TrajectoryRecorder:
             if notice is None:
                 return
             self._inflight = [notice]
-        self._deliver(partial(self._append, [notice]))
+        self._send_steps(self._inflight)
         with self._lock:
             self._inflight = []
 
-    def _dropped_notice(self) -> tuple[dict[str, Any], bytes] | None:
+    def _dropped_notice(self) -> Item | None:
         """The closing `system` step counting dropped events; built once (take lock held)."""
-        if not self._dropped or self._notice_built:
+        if not (self._dropped or self._over_limit) or self._notice_built:
             return None
         self._notice_built = True
+        reasons = []
+        if self._dropped:
+            reasons.append(f"{self._dropped} events were dropped (queue full)")
+        if self._over_limit:
+            reasons.append(
+                f"{self._over_limit} events were dropped (the server stores at most "
+                f"{self.limits.max_steps} steps per trajectory)"
+            )
         return self._index(
             {
                 "kind": "system",
-                "content": f"hindsight client: {self._dropped} events were dropped (queue full)",
+                "content": "hindsight client: " + "; ".join(reasons),
                 "started_at": now_iso(),
                 "context": dict(self._context),
             }
@@ -587,6 +731,7 @@ class TrajectoryRecorder:
             unsent,
         )
         # Free the memory of what will never be sent.
+        self._carry = None
         while True:
             try:
                 self._queue.get_nowait()
@@ -647,12 +792,14 @@ class TrajectoryRecorder:
         locked = self._take_lock.acquire(timeout=2.0)
         try:
             steps = [json.loads(encoded) for _, encoded in self._inflight]
+            if self._carry is not None:
+                steps.append(json.loads(self._carry[1]))
             while True:
                 try:
                     item = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                if not isinstance(item, _Wake):
+                if not isinstance(item, _Wake) and not self._past_step_limit():
                     steps.append(json.loads(self._index(item)[1]))
             finishing = self._finish is not None and not self._completed
             if finishing:

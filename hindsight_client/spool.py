@@ -17,12 +17,24 @@ Resending relies on the streaming API being idempotent: `traces/open` with the s
 returns the same trace, a step already stored with the same content is skipped, and completing
 with the same outcome again is a no-op. So a file is replayed in full every time (open, all its
 steps, complete) and deleted only once every call succeeded; a crash between the server's
-answer and the deletion only means the next resend replays calls the server ignores. The cases
-the API refuses for good (the external_id taken by other content, the trace completed meanwhile
-with another outcome, a step stored with other content, too many steps, invalid data) cannot be
-fixed by retrying: the file is moved aside as `*.rejected` with a warning. A file that cannot
-be read is moved aside as `*.bad`. An unreachable server, a 5xx/429 that outlasts the retries
-or a refused key (401/403) leave the files in place for the next attempt.
+answer and the deletion only means the next resend replays calls the server ignores.
+
+A file is sent as a recorder would send it: within the server's limits (a step too large for a
+request has its text cut), and a step the server refuses for its content fails alone (a
+`system` step takes its index; see `hindsight_client.isolation`), so the rest is stored. When
+the file stays for a later pass, it is rewritten with what was changed, so a replay sends what
+the server already holds.
+
+What the API refuses for good (the external_id taken by other content, the trace completed
+meanwhile with another outcome, a step stored with other content, a header it refuses: 4xx
+other than 401, 403, 404, 408 and 429) cannot be fixed by retrying: the file is moved aside as
+`*.rejected`, the reason written into it, with a warning. So is a file that failed
+`max_failures` passes for what may be its own fault (a 500 or a 404 while the server answers
+other requests: each such pass is counted in the file, which then goes to the back of the
+line); it never holds up the others, as the pass goes on with the next file. A file that
+cannot be read is moved aside as `*.bad`. An unreachable server, a 408/429/502/503/504 that
+outlasts the retries, a server that answers nothing else, or a refused key (401/403) leave the
+files in place, uncounted, and stop the pass: the next one retries them.
 
 Two processes sharing a directory never send the same file at once: the sender holds an
 exclusive `flock` on the file (released by the kernel if the process dies, so a crash leaves no
@@ -47,8 +59,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hindsight_client.errors import ApiError, ConnectionFailed
-from hindsight_client.transport import Backoff, Transport, call_with_retries, is_retryable
+from hindsight_client.errors import ApiError, ConnectionFailed, StepRejected
+from hindsight_client.isolation import (
+    Item,
+    deliver_completion,
+    deliver_steps,
+    server_answers,
+    stand_in,
+    too_large,
+)
+from hindsight_client.limits import dumps, fit_step, steps_body
+from hindsight_client.transport import Backoff, Transport, call_with_retries
 
 try:
     import fcntl
@@ -60,6 +81,8 @@ logger = logging.getLogger("hindsight_client")
 VERSION = 1
 STALE_LOCK_SECONDS = 3600.0
 STALE_TEMP_SECONDS = 3600.0
+# The server (not the file) is the problem: stop the pass, count nothing.
+SERVER_BUSY = frozenset({401, 403, 408, 429, 502, 503, 504})
 
 
 # ---------------------------------------------------------------------- where
@@ -127,6 +150,13 @@ def spool_write(
     while path.exists():
         n += 1
         path = directory / f"{stem}-{n}.json"
+    _write_atomically(path, data)
+    return path
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """`path` holds `data` entirely or not at all, even across a crash (0600)."""
+    directory = path.parent
     temporary = directory / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
@@ -143,7 +173,6 @@ def spool_write(
             os.unlink(temporary)
         raise
     _fsync_directory(directory)
-    return path
 
 
 def _safe_name(external_id: str) -> str:
@@ -183,6 +212,12 @@ class _Spooled:
     header: dict[str, Any]
     steps: list[dict[str, Any]]
     complete: dict[str, Any] | None
+    document: dict[str, Any]  # the whole file, to write it back
+    failures: int  # earlier passes that failed for what may be this file's fault
+
+    def encode(self, **changes: Any) -> bytes:
+        """The file's content with its steps as they are now and `changes`."""
+        return json.dumps({**self.document, "steps": self.steps, **changes}).encode()
 
 
 def _parse(data: bytes) -> _Spooled:
@@ -206,12 +241,15 @@ def _parse(data: bytes) -> _Spooled:
         isinstance(complete, dict) and isinstance(complete.get("outcome"), str)
     ):
         raise _Corrupt("complete has no outcome")
+    failures = document.get("failures", 0)
     return _Spooled(
         external_id=header["external_id"],
         base_url=str(document.get("base_url") or ""),
         header=header,
         steps=steps,
         complete=complete,
+        document=document,
+        failures=failures if type(failures) is int else 0,
     )
 
 
@@ -280,14 +318,24 @@ class _Claim:
             self.path.unlink(missing_ok=True)
             _fsync_directory(self.path.parent)
 
-    def set_aside(self, suffix: str) -> Path:
+    def set_aside(self, suffix: str, data: bytes | None = None) -> Path:
+        """Move the file to `<name><suffix>` (with `data` as its content, if given)."""
         target = self.path.with_name(self.path.name + suffix)
         n = 1
         while target.exists():
             n += 1
             target = self.path.with_name(f"{self.path.name}.{n}{suffix}")
-        os.replace(self.path, target)
+        if data is None:
+            os.replace(self.path, target)
+        else:
+            _write_atomically(target, data)
+            self.remove()
         return target
+
+    def rewrite(self, data: bytes) -> None:
+        """Replace the file's content (a new file at the same path; the mtime moves it to the
+        back of the oldest-first order)."""
+        _write_atomically(self.path, data)
 
     def release(self) -> None:
         if self._fd is not None:
@@ -323,16 +371,20 @@ class ResendResult:
     """What one resend pass did.
 
     `sent`: external ids now fully stored on the server (their files are deleted).
-    `pending`: spool files still waiting (server unreachable, a refused key, or not tried
-    because the pass stopped at the first such error). `locked`: files another process was
-    sending. `rejected` / `corrupt`: where files the server refused for good / that could not
-    be read were moved. `error`: what stopped the pass early, if anything."""
+    `pending`: spool files still waiting (server unreachable, a refused key, a failure of
+    their own counted towards `max_failures`, or not tried because the pass stopped at the
+    first error of the server's). `locked`: files another process was
+    sending. `rejected` / `corrupt`: where files the server refused for good (or that failed
+    `max_failures` passes) / that could not be read were moved. `rejected_steps`: steps of
+    the files sent that the server refused alone (a `system` step stands in for each).
+    `error`: what stopped the pass early, if anything."""
 
     sent: list[str] = field(default_factory=list)
     pending: list[Path] = field(default_factory=list)
     locked: list[Path] = field(default_factory=list)
     rejected: list[Path] = field(default_factory=list)
     corrupt: list[Path] = field(default_factory=list)
+    rejected_steps: list[StepRejected] = field(default_factory=list)
     error: Exception | None = None
 
     @property
@@ -351,6 +403,7 @@ def resend_spooled(
     attempts: int = 3,
     backoff: Backoff | None = None,
     max_retry_wait: float = 5.0,
+    max_failures: int = 5,
 ) -> ResendResult:
     """Send the spooled trajectories of `client` (a HindsightClient or its Transport), oldest
     first, and delete each file once the server acknowledged all of it.
@@ -358,8 +411,9 @@ def resend_spooled(
     Only files recorded with this client's base URL and key are sent; `any_key=True` sends
     every file recorded for this base URL with this client's key (e.g. after a key rotation).
     Each call is retried `attempts` times on connection errors, 5xx and 429; when the server
-    stays unreachable the pass stops and the rest is reported pending. Safe to run from several
-    processes at once and to repeat: see the module's docstring."""
+    stays unreachable the pass stops and the rest is reported pending. A file failing
+    `max_failures` passes while the server answers other requests is set aside as rejected.
+    Safe to run from several processes at once and to repeat: see the module's docstring."""
     transport: Transport = getattr(client, "transport", client)
     directory = resolve_spool_dir(spool_dir)
     result = ResendResult()
@@ -391,7 +445,7 @@ def resend_spooled(
         if claim is None:
             continue  # sent and deleted by another process meanwhile
         try:
-            _resend_one(claim, sender, transport, any_key, result)
+            _resend_one(claim, sender, transport, any_key, result, max_failures)
         except OSError as error:  # deleting or moving the file failed: it stays for next time
             logger.warning("hindsight spool: cannot update %s: %s", path, error)
             result.pending.append(path)
@@ -405,7 +459,12 @@ def resend_spooled(
 
 
 def _resend_one(
-    claim: _Claim, sender: _Sender, transport: Transport, any_key: bool, result: ResendResult
+    claim: _Claim,
+    sender: _Sender,
+    transport: Transport,
+    any_key: bool,
+    result: ResendResult,
+    max_failures: int,
 ) -> None:
     path = claim.path
     try:
@@ -421,29 +480,57 @@ def _resend_one(
         return  # another server's trajectory: not ours to send
     try:
         sender.send(spooled)
-    except ConnectionFailed as error:
-        result.pending.append(path)
-        result.error = error
-    except ApiError as error:
-        if error.status in (401, 403) or is_retryable(error):
-            # The key (or the server) is the problem, not this file: keep it, stop the pass.
-            result.pending.append(path)
-            result.error = error
-        elif error.status == 404:
-            result.pending.append(path)  # the trace vanished after the open: retry later
+    except (ApiError, ConnectionFailed) as error:
+        if isinstance(error, ConnectionFailed) or error.status in SERVER_BUSY:
+            _keep(claim, spooled, sender, result, error)
+        elif error.status == 404 or error.status >= 500:
+            # The file's fault (its open or its completion refused) or the server's: the
+            # server answering a request that stores nothing tells which.
+            if not sender.server_answers():
+                _keep(claim, spooled, sender, result, error)
+            elif spooled.failures + 1 >= max_failures:
+                reason = f"failed {spooled.failures + 1} passes; the last with {error}"
+                _reject(claim, spooled, result, reason)
+            else:
+                failures = spooled.failures + 1
+                claim.rewrite(spooled.encode(failures=failures, last_error=str(error)))
+                result.pending.append(path)
+                logger.warning(
+                    "hindsight spool: trajectory %s failed (%s; %d of %d passes); kept for later",
+                    spooled.external_id,
+                    error,
+                    failures,
+                    max_failures,
+                )
         else:
-            aside = claim.set_aside(".rejected")
-            logger.warning(
-                "hindsight spool: the server refused trajectory %s for good (%s); "
-                "moved aside to %s",
-                spooled.external_id,
-                error,
-                aside,
-            )
-            result.rejected.append(aside)
+            _reject(claim, spooled, result, f"refused for good: {error}")
     else:
         claim.remove()
         result.sent.append(spooled.external_id)
+    finally:
+        result.rejected_steps += sender.rejected
+
+
+def _keep(
+    claim: _Claim, spooled: _Spooled, sender: _Sender, result: ResendResult, error: Exception
+) -> None:
+    """The server is the problem: keep the file (with what this pass changed), stop the pass."""
+    if sender.changed:
+        claim.rewrite(spooled.encode())
+    result.pending.append(claim.path)
+    result.error = error
+
+
+def _reject(claim: _Claim, spooled: _Spooled, result: ResendResult, reason: str) -> None:
+    note = {"at": time.time(), "reason": reason}
+    aside = claim.set_aside(".rejected", spooled.encode(rejected=note))
+    logger.warning(
+        "hindsight spool: the server refused trajectory %s (%s); moved aside to %s",
+        spooled.external_id,
+        reason,
+        aside,
+    )
+    result.rejected.append(aside)
 
 
 class _Sender:
@@ -463,30 +550,97 @@ class _Sender:
         self.attempts = attempts
         self.backoff = backoff
         self.max_retry_wait = max_retry_wait
+        self.rejected: list[StepRejected] = []  # of the file being sent
+        self.changed = False  # its steps were cut or replaced
+        self._external_id = ""
 
     def send(self, spooled: _Spooled) -> None:
+        self.rejected, self.changed = [], False
+        self._external_id = spooled.external_id
         # Always open first, even if the recorder had: the answer gives the trace id, and an
         # identical open is a no-op.
         trace_id = self._call("traces/open", body=spooled.header)["id"]
-        for batch in self._batches(spooled.steps):
-            body = b'{"steps":[' + b",".join(batch) + b"]}"
-            self._call(f"traces/{trace_id}/steps", data=body)
+        steps = spooled.steps
+        for positions, items in self._batches(steps):
+            deliver_steps(
+                items,
+                send=lambda part: self._call(
+                    f"traces/{trace_id}/steps", data=steps_body([e for _, e in part])
+                ),
+                probe=self._probe,
+                refuse=self._refuse,
+            )
+            for position, (step, _) in zip(positions, items, strict=True):
+                if steps[position] is not step:
+                    steps[position] = step
+                    self.changed = True
         if spooled.complete is not None:
-            self._call(f"traces/{trace_id}/complete", body=spooled.complete)
+            refusal = deliver_completion(
+                spooled.complete,
+                send=lambda body: self._call(f"traces/{trace_id}/complete", body=body),
+                probe=self._probe,
+            )
+            if refusal is not None:
+                logger.warning(
+                    "hindsight spool: trajectory %s: the server refused its completion (%s); "
+                    "completed with the outcome alone",
+                    spooled.external_id,
+                    refusal,
+                )
 
-    def _batches(self, steps: list[dict[str, Any]]) -> Iterator[list[bytes]]:
-        batch: list[bytes] = []
+    def _batches(self, steps: list[dict[str, Any]]) -> Iterator[tuple[list[int], list[Item]]]:
+        """(positions in `steps`, steps with their encodings), each batch one request."""
+        budget = self.transport.limits.step_bytes
+        room = min(self.max_batch_bytes, budget)
+        positions: list[int] = []
+        batch: list[Item] = []
         size = 0
-        for step in steps:
-            encoded = json.dumps(step).encode()
-            full = len(batch) >= self.batch_size or size + len(encoded) > self.max_batch_bytes
-            if batch and full:
-                yield batch
-                batch, size = [], 0
-            batch.append(encoded)
-            size += len(encoded)
+        for position, step in enumerate(steps):
+            item = self._fit(step, budget)
+            if batch and (len(batch) >= self.batch_size or size + 1 + len(item[1]) > room):
+                yield positions, batch
+                positions, batch, size = [], [], 0
+            size += len(item[1]) + (1 if batch else 0)
+            positions.append(position)
+            batch.append(item)
         if batch:
-            yield batch
+            yield positions, batch
+
+    def _fit(self, step: dict[str, Any], budget: int) -> Item:
+        """A step spooled by an older client (or with other limits) may be too large."""
+        encoded = dumps(step).encode()
+        if len(encoded) <= budget:
+            return step, encoded
+        self.changed = True
+        fitted = fit_step(step, budget)
+        if fitted is None:
+            return self._refuse((step, b""), too_large(step, budget))
+        return step, fitted
+
+    def _refuse(self, item: Item, error: ApiError) -> Item:
+        rejected, replacement = stand_in(item, error)
+        self.rejected.append(rejected)
+        logger.warning(
+            "hindsight spool: trajectory %s: %s; a system step stands in for it",
+            self._external_id,
+            rejected,
+        )
+        return replacement
+
+    def _probe(self) -> None:
+        call_with_retries(
+            lambda: server_answers(self.transport),
+            attempts=self.attempts,
+            backoff=self.backoff,
+            max_wait=self.max_retry_wait,
+        )
+
+    def server_answers(self) -> bool:
+        try:
+            self._probe()
+        except (ApiError, ConnectionFailed):
+            return False
+        return True
 
     def _call(self, path: str, *, body: Any = None, data: bytes | None = None) -> Any:
         return call_with_retries(

@@ -9,13 +9,14 @@ from functools import partial
 from celery import Task, shared_task
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from kombu.exceptions import OperationalError
 
 from experiences.services import distill
 from experiences.services.keyword_stats import keyword_stats_refresh
 from experiences.tasks import dedup_experience
+from hindsight_site.publish import tasks_publish
 from traces.review import service as review
 from traces.review.llm import RETRYABLE
+from traces.services import review_queue
 
 logger = logging.getLogger(__name__)
 
@@ -87,22 +88,14 @@ def dedup_on_commit(experience_ids: list[int]) -> None:
 
 
 def _dedup_publish(experience_ids: list[int]) -> None:
-    from hindsight_site.celery import app
-
-    try:
-        with app.producer_or_acquire() as producer:
-            for experience_id in experience_ids:
-                dedup_experience.apply_async(args=(experience_id,), producer=producer, retry=False)
-    except OperationalError:
-        logger.warning("broker unreachable: dedup of %s left to the beat sweep", experience_ids)
+    tasks_publish(dedup_experience.name, [(experience_id,) for experience_id in experience_ids])
 
 
 @shared_task(name="hindsight.review_traces", acks_late=True, ignore_result=True)
 def review_traces(trace_ids: list[int]) -> int:
-    """A batch's hand-over: one review task per trace (each retried and acknowledged on its own)."""
-    from hindsight_site.celery import app
-
-    with app.producer_or_acquire() as producer:
-        for trace_id in trace_ids:
-            review_trace.apply_async(args=(trace_id,), producer=producer)
-    return len(trace_ids)
+    """A batch's hand-over: one review task per trace (each retried and acknowledged on its own).
+    Those not sent (the broker went away meanwhile) go back to pending for the next sweep."""
+    sent = tasks_publish(review_trace.name, [(trace_id,) for trace_id in trace_ids])
+    if sent < len(trace_ids):
+        review_queue.traces_back_to_pending(trace_ids=trace_ids[sent:])
+    return sent

@@ -27,7 +27,6 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
-from kombu.exceptions import OperationalError
 from pgvector.django import CosineDistance
 
 from experiences.models import (
@@ -422,14 +421,6 @@ def experience_dedup_enqueue_due(*, limit: int | None = None) -> int:
 def _publish_checks(ids: list[int]) -> int:
     """Send a dedup check per id, failing fast when the broker is down (beat's sweep finds
     whatever was not sent: the checks stay due)."""
-    from hindsight_site.celery import app
+    from hindsight_site.publish import tasks_publish
 
-    sent = 0
-    try:
-        with app.producer_or_acquire() as producer:
-            for experience_id in ids:
-                app.send_task(DEDUP_TASK, args=(experience_id,), producer=producer, retry=False)
-                sent += 1
-    except OperationalError:
-        logger.warning("broker unreachable: dedup sweep stopped after %d of %d", sent, len(ids))
-    return sent
+    return tasks_publish(DEDUP_TASK, [(experience_id,) for experience_id in ids])

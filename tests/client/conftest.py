@@ -1,10 +1,16 @@
 """Fixtures for the client tests: the real site over HTTP (pytest-django's live server), a key,
-and a small HTTP relay in front of it that can be slowed down or made to fail."""
+a small HTTP relay in front of it that can be slowed down or made to fail, and the real
+production stack (`hindsight run`: gunicorn) as a subprocess for what only it does."""
 
 from __future__ import annotations
 
 import http.client
+import os
+import shutil
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +27,8 @@ from traces.services.api_keys import api_key_create
 
 # Short waits keep the retry tests quick; the policy is the same as in production.
 FAST_BACKOFF = Backoff(base=0.02, cap=0.2)
+ROOT = Path(__file__).resolve().parents[2]
+HINDSIGHT = shutil.which("hindsight", path=str(Path(sys.executable).parent)) or "hindsight"
 
 
 @dataclass
@@ -59,11 +67,16 @@ def free_port() -> int:
 @dataclass
 class Relay:
     """Forwards every request to `upstream`. `fail_next(status, n, retry_after)` answers the
-    next n requests itself; `delay` holds each request; `down()` refuses connections."""
+    next n requests itself; `answer_when(status, ...)` answers itself every request whose path
+    or body holds a marker (as a server failing on one value would); `delay` holds each
+    request; `down()` refuses connections."""
 
     upstream: str
     delay: float = 0.0
     failures: list[tuple[int, str | None]] = field(default_factory=list)
+    rules: list[tuple[int, str, bytes]] = field(default_factory=list)
+    # The body size of every request, in order.
+    sizes: list[int] = field(default_factory=list)
     # Forward the next n requests, then answer 502 as if the answer were lost on the way.
     lose_answers: int = 0
     seen: list[tuple[str, str, int]] = field(default_factory=list)
@@ -78,6 +91,14 @@ class Relay:
     def fail_next(self, status: int, times: int = 1, retry_after: str | None = None) -> None:
         with self.lock:
             self.failures.extend([(status, retry_after)] * times)
+
+    def answer_when(self, status: int, *, path: str = "", body: bytes = b"") -> None:
+        with self.lock:
+            self.rules.append((status, path, body))
+
+    def clear_rules(self) -> None:
+        with self.lock:
+            self.rules.clear()
 
     def paths(self, method: str | None = None) -> list[str]:
         return [path for m, path, _ in self.seen if method in (None, m)]
@@ -99,7 +120,11 @@ class Relay:
                 if relay.delay:
                     time.sleep(relay.delay)
                 with relay.lock:
+                    relay.sizes.append(len(body))
                     failure = relay.failures.pop(0) if relay.failures else None
+                    for status, path, marker in relay.rules:
+                        if failure is None and path in self.path and marker in body:
+                            failure = (status, None)
                 # Each request is noted before it is answered, so a client that got its answer
                 # always finds it in `seen`.
                 if failure is not None:
@@ -163,6 +188,60 @@ def relay(site) -> Iterator[Relay]:
     relay = Relay(upstream=site.url).up()
     yield relay
     relay.down()
+
+
+class SiteProcess:
+    """`hindsight run --no-beat` (gunicorn, the worker, embedded PostgreSQL and Redis) on its
+    own data dir and port."""
+
+    def __init__(self, data_dir: Path, port: int) -> None:
+        self.data_dir = data_dir
+        self.port = port
+        self.log = data_dir.parent / "site.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+        self.env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+        self.env.update(
+            HINDSIGHT_DATA_DIR=str(data_dir),
+            HINDSIGHT_PORT=str(port),
+            HINDSIGHT_WEB_WORKERS="1",
+            HINDSIGHT_WORKER_CONCURRENCY="1",
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.starts += 1  # the log is appended to: wait for one more "ready" than before
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [HINDSIGHT, "run", "--no-beat"],
+                env=self.env,
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        deadline = time.monotonic() + 120
+        marker = b"[hindsight] ready"
+        while self.log.read_bytes().count(marker) < self.starts:
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                pytest.fail("the site did not start:\n" + self.log.read_text()[-3000:])
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def key(self) -> str:
+        return (self.data_dir / "demo-api-key").read_text().strip()
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = 15.0) -> None:

@@ -5,13 +5,21 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import stat
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-from hindsight_client import Backoff, ConnectionFailed, default_spool_dir, resend_spooled
+from hindsight_client import (
+    Backoff,
+    ConnectionFailed,
+    Limits,
+    default_spool_dir,
+    resend_spooled,
+)
+from hindsight_client.spool import spool_write
 from tests.client.conftest import FAST_BACKOFF, wait_for
 from traces.models import Step, Trace
 
@@ -40,6 +48,24 @@ def stored(external_id: str) -> tuple[Trace, list[Step]]:
 
 def spool_files(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.json"))
+
+
+def spool_by_hand(client, spool_dir: Path, external_id: str, steps: list[dict], *, age: float = 0):
+    """A spool file as a recorder (maybe an older client's) would have written it, `age`
+    seconds old."""
+    path = spool_write(
+        spool_dir,
+        transport=client.transport,
+        header={"external_id": external_id, "agent": "a", "task": f"task {external_id}"},
+        steps=[
+            {"index": n, "kind": "tool_call", "tool": "ls", **step} for n, step in enumerate(steps)
+        ],
+        complete={"outcome": "success", "final_answer": "done"},
+    )
+    if age:
+        when = path.stat().st_mtime - age
+        os.utime(path, (when, when))
+    return path
 
 
 def spool_at_exit(site, relay, spool_dir: Path, *external_ids: str, events: int = 3) -> None:
@@ -236,6 +262,7 @@ def test_a_trajectory_the_server_refuses_for_good_is_set_aside_not_retried_forev
     aside = path.with_name(path.name + ".rejected")
     assert result.sent == [] and result.rejected == [aside] and aside.exists()
     assert "refused trajectory" in caplog.text and "HTTP 409" in caplog.text
+    assert "HTTP 409" in json.loads(aside.read_text())["rejected"]["reason"]
     assert Trace.objects.get(external_id=rec.external_id).outcome == "failure"
     assert client.resend_spooled().rejected == []
 
@@ -331,3 +358,94 @@ def test_the_spool_dir_is_hindsight_spool_dir_else_the_user_cache(monkeypatch, t
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path))
     assert default_spool_dir() == tmp_path / ".cache" / "hindsight" / "spool"
+
+
+def test_a_spooled_step_too_large_for_a_request_is_cut_and_the_trajectory_sent(
+    site, relay, spool_dir
+):
+    client = site.client(relay.url, limits=Limits(max_body_bytes=64 * 1024))
+    spool_by_hand(client, spool_dir, "old-and-big", [{}, {"observation": "x" * 200_000}, {}])
+
+    result = resend_spooled(client, spool_dir=spool_dir, backoff=FAST_BACKOFF)
+
+    assert result.sent == ["old-and-big"] and result.rejected_steps == []
+    assert max(relay.sizes) <= 64 * 1024 and 413 not in relay.statuses()
+    trace, steps = stored("old-and-big")
+    assert trace.is_complete and len(steps) == 3
+    assert "cut by the client at" in steps[1].observation_raw
+
+
+def test_a_spooled_step_the_server_refuses_fails_alone_and_holds_up_nothing(site, relay, spool_dir):
+    client = site.client(relay.url)
+    spool_by_hand(client, spool_dir, "has-a-nul", [{}, {"observation": "\x00"}, {}], age=60)
+    spool_by_hand(client, spool_dir, "fine", [{}, {}])
+
+    result = resend_spooled(client, spool_dir=spool_dir, backoff=FAST_BACKOFF)
+
+    assert result.sent == ["has-a-nul", "fine"] and result.done
+    [rejected] = result.rejected_steps
+    assert rejected.index == 1 and rejected.status in (422, 500)
+    trace, steps = stored("has-a-nul")
+    assert trace.is_complete and [s.kind for s in steps] == ["tool_call", "system", "tool_call"]
+    assert "step 1 (tool_call ls) was not stored" in steps[1].content
+    assert stored("fine")[0].is_complete
+    assert spool_files(spool_dir) == []
+
+
+def test_a_file_kept_for_later_holds_its_stand_ins_so_the_replay_does_not_conflict(
+    site, relay, spool_dir
+):
+    client = site.client(relay.url)
+    path = spool_by_hand(client, spool_dir, "kept", [{}, {"observation": "\x00"}, {}])
+    relay.answer_when(503, path="/complete")  # the server is overloaded at the very end
+
+    first = resend_spooled(client, spool_dir=spool_dir, backoff=FAST_BACKOFF, attempts=1)
+
+    assert first.pending == [path] and first.error is not None and first.error.status == 503
+    assert json.loads(path.read_text())["steps"][1]["kind"] == "system"
+    assert "failures" not in json.loads(path.read_text())  # the server's fault: not counted
+    relay.clear_rules()
+    again = resend_spooled(client, spool_dir=spool_dir, backoff=FAST_BACKOFF)
+
+    assert again.sent == ["kept"] and again.rejected == []
+    trace, steps = stored("kept")
+    assert trace.is_complete and [s.kind for s in steps] == ["tool_call", "system", "tool_call"]
+
+
+def test_a_file_the_server_keeps_failing_on_is_set_aside_after_max_failures(
+    site, relay, spool_dir, caplog
+):
+    client = site.client(relay.url)
+    poisoned = spool_by_hand(client, spool_dir, "poison-open", [{}], age=60)
+    relay.answer_when(500, path="/traces/open", body=b"poison-open")
+    spool_by_hand(client, spool_dir, "behind-it", [{}])
+
+    def resend():
+        return resend_spooled(client, spool_dir=spool_dir, backoff=FAST_BACKOFF, max_failures=3)
+
+    first = resend()
+    assert first.sent == ["behind-it"]  # not held up by the older, failing file
+    assert first.pending == [poisoned] and first.rejected == []
+    assert json.loads(poisoned.read_text())["failures"] == 1
+    assert resend().pending == [poisoned]
+    with caplog.at_level(logging.WARNING, logger="hindsight_client"):
+        third = resend()
+
+    aside = poisoned.with_name(poisoned.name + ".rejected")
+    assert third.rejected == [aside] and third.pending == [] and not poisoned.exists()
+    reason = json.loads(aside.read_text())["rejected"]["reason"]
+    assert reason.startswith("failed 3 passes; the last with HTTP 500")
+    assert "failed 3 passes" in caplog.text
+    assert resend().rejected == []  # never tried again
+
+
+def test_a_file_is_kept_uncounted_while_the_server_answers_nothing_else(site, relay, spool_dir):
+    client = site.client(relay.url)
+    path = spool_by_hand(client, spool_dir, "waits", [{}])
+    relay.fail_next(500, times=6)  # the open's three tries, then the probe's
+
+    down = resend_spooled(client, spool_dir=spool_dir, backoff=FAST_BACKOFF)
+
+    assert down.pending == [path] and down.error is not None and down.error.status == 500
+    assert "failures" not in json.loads(path.read_text())
+    assert resend_spooled(client, spool_dir=spool_dir, backoff=FAST_BACKOFF).sent == ["waits"]

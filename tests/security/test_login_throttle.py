@@ -63,9 +63,12 @@ def test_one_address_trying_many_accounts_is_paused(account, settings):
         sign_in(client, f"guess-{n}-{account}", "wrong")
 
     assert LOCKED in sign_in(client, account, "right-password").content.decode()
-    assert Client(REMOTE_ADDR=address()).post(
-        "/accounts/login/", {"username": account, "password": "right-password"}
-    ).status_code == 302  # the account itself is fine elsewhere
+    assert (
+        Client(REMOTE_ADDR=address())
+        .post("/accounts/login/", {"username": account, "password": "right-password"})
+        .status_code
+        == 302
+    )  # the account itself is fine elsewhere
     assert AuditEvent.objects.filter(action="login.locked", object_type="address").exists()
 
 

@@ -34,6 +34,8 @@ def site(tmp_path_factory, llm) -> Iterator[Launcher]:
         tmp_path_factory.mktemp("faults") / "data",
         OPENAI_BASE_URL=llm.base_url, OPENAI_API_KEY="test", HINDSIGHT_LLM_MODEL="fake-reviewer",
         HINDSIGHT_REVIEWER="llm", HINDSIGHT_LLM_TIMEOUT="30",
+        # What could not be handed over is re-sent by beat's sweep: every 5 s here, not 30 / 60.
+        HINDSIGHT_SWEEP_INTERVAL_SECONDS="5", HINDSIGHT_REENQUEUE_AFTER_SECONDS="5",
     )  # fmt: skip
     launcher.start()
     yield launcher
@@ -124,3 +126,16 @@ def test_a_killed_redis_is_restarted_and_ingest_goes_on(site):
     # Published at once if the worker is back on the broker, else by the pending sweep.
     wait_for(lambda: review_status(site, trace["id"]) == "reviewed", RECOVERY_BOUND, "reviewed")
     assert site.process.poll() is None
+
+
+def test_a_frozen_redis_holds_ingest_up_for_at_most_a_second(site):
+    redis_pid = child_pid(site, "redis-server")
+    os.kill(redis_pid, signal.SIGSTOP)  # alive but answering nothing
+    try:
+        began = time.monotonic()
+        trace = call(site, "POST", "traces", seed_000_body("while-redis-froze"))
+        took = time.monotonic() - began
+    finally:
+        os.kill(redis_pid, signal.SIGCONT)
+    assert trace["review_status"] == "pending" and took < 1.5, took
+    wait_for(lambda: review_status(site, trace["id"]) == "reviewed", RECOVERY_BOUND, "reviewed")

@@ -35,7 +35,10 @@ return {1, '0'}
 
 @lru_cache(maxsize=1)
 def _script():
-    client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1)
+    # A short wait: the check fails open, and a hung Redis must not hold every request up.
+    client = redis.Redis.from_url(
+        settings.REDIS_URL, socket_connect_timeout=0.3, socket_timeout=0.3
+    )
     return client.register_script(GCRA_SCRIPT)
 
 

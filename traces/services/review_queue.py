@@ -29,25 +29,16 @@ STUCK_AFTER = timedelta(minutes=15)
 
 
 def review_enqueue(*, trace_ids: list[int]) -> int:
-    """Publish a review task per trace; returns how many were published."""
-    from hindsight_site.celery import app
+    """Publish a review task per trace; returns how many were published (those not published
+    stay pending: beat's sweep publishes them)."""
+    from hindsight_site.publish import tasks_publish
 
     published: list[int] = []
-    try:
-        if len(trace_ids) > 1:
-            app.send_task(REVIEW_MANY_TASK, args=(list(trace_ids),), retry=False)
+    if len(trace_ids) > 1:
+        if tasks_publish(REVIEW_MANY_TASK, [(list(trace_ids),)]):
             published.extend(trace_ids)
-        else:
-            with app.producer_or_acquire() as producer:
-                for trace_id in trace_ids:
-                    app.send_task(REVIEW_TASK, args=(trace_id,), producer=producer, retry=False)
-                    published.append(trace_id)
-    except Exception:  # noqa: BLE001 - broker down: keep them pending, beat retries
-        logger.warning(
-            "broker unreachable: %d trace(s) stay pending until the next sweep",
-            len(trace_ids) - len(published),
-            exc_info=True,
-        )
+    elif trace_ids:
+        published = trace_ids[: tasks_publish(REVIEW_TASK, [(trace_ids[0],)])]
     if published:
         Trace.objects.filter(pk__in=published, review_status=Trace.ReviewStatus.PENDING).update(
             review_status=Trace.ReviewStatus.QUEUED, review_status_at=timezone.now()
@@ -81,6 +72,15 @@ def trace_enqueue_stale(*, limit: int = 1000) -> int:
     return review_enqueue(trace_ids=ids)
 
 
+def traces_back_to_pending(*, trace_ids: list[int]) -> None:
+    """Queued traces whose review task was not sent after all: the next sweep publishes them."""
+    Trace.objects.filter(pk__in=trace_ids, review_status=Trace.ReviewStatus.QUEUED).update(
+        review_status=Trace.ReviewStatus.PENDING,
+        review_status_at=timezone.now()
+        - timedelta(seconds=settings.HINDSIGHT_REENQUEUE_AFTER_SECONDS),
+    )
+
+
 def trace_reclaim_orphans(*, worker: str) -> int:
     """A worker starting: the traces its previous run left `reviewing` (it died mid-review:
     killed, out of memory) go back to review now, not when the broker redelivers the task
@@ -105,7 +105,7 @@ def trace_reclaim_orphans(*, worker: str) -> int:
 
 def trace_rederive_stale(*, limit: int = 500) -> int:
     """Re-derive traces relabelled more than a sweep ago whose re-derivation never ran."""
-    from hindsight_site.celery import app
+    from hindsight_site.publish import tasks_publish
 
     before = timezone.now() - timedelta(seconds=settings.HINDSIGHT_REENQUEUE_AFTER_SECONDS)
     ids = list(
@@ -116,15 +116,7 @@ def trace_rederive_stale(*, limit: int = 500) -> int:
         )
         .values_list("pk", flat=True)[:limit]
     )
-    sent = 0
-    for trace_id in ids:
-        try:
-            app.send_task(REDERIVE_TASK, args=(trace_id,), retry=False)
-            sent += 1
-        except Exception:  # noqa: BLE001 - broker down: the next sweep tries again
-            logger.warning("broker unreachable: re-derivation sweep stopped")
-            break
-    return sent
+    return tasks_publish(REDERIVE_TASK, [(trace_id,) for trace_id in ids])
 
 
 def trace_rederive_enqueue(*, trace_id: int) -> None:
@@ -134,12 +126,6 @@ def trace_rederive_enqueue(*, trace_id: int) -> None:
     is down the relabel still stands and `trace_rederive_stale` (beat) re-derives later.
     """
 
-    def publish() -> None:
-        from hindsight_site.celery import app
+    from hindsight_site.publish import tasks_publish
 
-        try:
-            app.send_task(REDERIVE_TASK, args=(trace_id,), retry=False)
-        except Exception:  # noqa: BLE001 - broker down: logged; labels are already saved
-            logger.warning("broker unreachable: re-derivation of trace %s not queued", trace_id)
-
-    transaction.on_commit(publish)
+    transaction.on_commit(lambda: tasks_publish(REDERIVE_TASK, [(trace_id,)]))
