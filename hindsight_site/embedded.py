@@ -127,6 +127,16 @@ def start_postgres(directory: Path, *, owned: bool):
     return server
 
 
+def postgres_is_running(directory: Path) -> bool:
+    """Whether the postmaster named in the data dir's postmaster.pid is alive."""
+    try:
+        pid = int((directory / "postgres" / "postmaster.pid").read_text().split()[0])
+        os.kill(pid, 0)
+    except (OSError, ValueError, IndexError):
+        return False
+    return True
+
+
 def write_server_settings(pgdata: Path) -> None:
     """Settings read when the server starts (an already running server keeps its own).
 

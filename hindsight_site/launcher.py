@@ -20,6 +20,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import IO
 
@@ -338,6 +339,15 @@ def run(args: argparse.Namespace) -> int:
             )
         if redis is not None:
             supervisor.watch_service("Redis", redis.is_running, redis.start)
+        if postgres is not None:
+
+            def restart_postgres() -> None:
+                nonlocal postgres
+                postgres = embedded.start_postgres(directory, owned=True)
+
+            supervisor.watch_service(
+                "PostgreSQL", partial(embedded.postgres_is_running, directory), restart_postgres
+            )
         if not wait_for_site(host, port, timeout=60) and not supervisor.stopping:
             say("the web server did not answer within 60 s")
             return 1

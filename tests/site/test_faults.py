@@ -139,3 +139,15 @@ def test_a_frozen_redis_holds_ingest_up_for_at_most_a_second(site):
         os.kill(redis_pid, signal.SIGCONT)
     assert trace["review_status"] == "pending" and took < 1.5, took
     wait_for(lambda: review_status(site, trace["id"]) == "reviewed", RECOVERY_BOUND, "reviewed")
+
+
+def test_a_killed_postgresql_is_restarted_and_the_api_recovers(site):
+    pid = int((site.data_dir / "postgres" / "postmaster.pid").read_text().split()[0])
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: "PostgreSQL is not running; restarting it" in log(site), 10, "noticed")
+    trace = wait_for(
+        lambda: call(site, "POST", "traces", seed_000_body("after-postgres-restart")), 60,
+        "the API answers again",
+    )  # fmt: skip
+    wait_for(lambda: review_status(site, trace["id"]) == "reviewed", RECOVERY_BOUND, "reviewed")
+    assert site.process.poll() is None
