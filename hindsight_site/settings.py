@@ -48,6 +48,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "hindsight_site.middleware.ApiBodyLimitMiddleware",
+    "hindsight_site.outage.DatabaseOutageMiddleware",  # an unreachable database: 503, never 500
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -141,9 +142,37 @@ def test_a_frozen_redis_holds_ingest_up_for_at_most_a_second(site):
     wait_for(lambda: review_status(site, trace["id"]) == "reviewed", RECOVERY_BOUND, "reviewed")
 
 
+def status_of(site: Launcher, path: str) -> tuple[int, dict, str]:
+    request = urllib.request.Request(
+        f"{site.base_url}{path}", headers={"Authorization": f"Bearer {site.demo_key()}"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, {}, ""
+    except urllib.error.HTTPError as error:
+        body = error.read().decode(errors="replace")
+        return error.code, dict(error.headers), body
+
+
 def test_a_killed_postgresql_is_restarted_and_the_api_recovers(site):
     pid = int((site.data_dir / "postgres" / "postmaster.pid").read_text().split()[0])
     os.kill(pid, signal.SIGKILL)
+    # During the outage: 503 with Retry-After (JSON for the API), never a 500.
+    answers = []
+    until = time.monotonic() + 4
+    while time.monotonic() < until:
+        for path in ("/api/v1/traces?limit=1", "/traces/"):
+            try:
+                answers.append((path, *status_of(site, path)))
+            except OSError:
+                pass  # the web server itself is fine; a refused connection is not an answer
+        time.sleep(0.1)
+    assert answers and all(code in (200, 302, 503) for _, code, _, _ in answers), answers
+    for path, code, headers, body in answers:
+        if code == 503:
+            assert headers.get("Retry-After") == "5"
+            if path.startswith("/api/"):
+                assert json.loads(body)["detail"].startswith("the database is unavailable")
     wait_for(lambda: "PostgreSQL is not running; restarting it" in log(site), 10, "noticed")
     trace = wait_for(
         lambda: call(site, "POST", "traces", seed_000_body("after-postgres-restart")), 60,
