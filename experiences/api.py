@@ -3,7 +3,7 @@
 from typing import Literal
 
 from django.http import HttpRequest, HttpResponse
-from ninja import Query, Router, Schema
+from ninja import Query, Router
 
 from experiences import selectors
 from experiences.schemas import (
@@ -21,12 +21,14 @@ from experiences.services import kb, recall_log
 from experiences.services import recall as recall_service
 from experiences.services.warnings import warnings_for_call
 from traces.auth import require_scope
+from traces.inputs import QueryIn
+from traces.schemas import BODY_ERRORS, errors
 
 router = Router(tags=["experiences"])
 READ_SCOPES = ("recall", "admin", "ingest")
 
 
-class ExperienceListParams(Schema):
+class ExperienceListParams(QueryIn):
     status: str | None = None
     polarity: str | None = None
     source: str | None = None
@@ -38,7 +40,7 @@ class ExperienceListParams(Schema):
     limit: int = 50
 
 
-@router.get("/experiences", response=ExperienceListOut)
+@router.get("/experiences", response={200: ExperienceListOut, **errors()})
 def get_experiences(request: HttpRequest, params: Query[ExperienceListParams]):
     """Experiences of the key's project, newest first, with cursor pagination."""
     key = require_scope(request, *READ_SCOPES)
@@ -52,26 +54,33 @@ def get_experiences(request: HttpRequest, params: Query[ExperienceListParams]):
     return {"items": page.items, "next_cursor": page.next_cursor}
 
 
-@router.get("/experiences/{experience_id}", response=ExperienceDetailOut)
+@router.get("/experiences/{experience_id}", response={200: ExperienceDetailOut, **errors(404)})
 def get_experience(request: HttpRequest, experience_id: int):
     """One experience with scene, advice, execution path, provenance and earlier versions."""
     key = require_scope(request, *READ_SCOPES)
     return selectors.experience_get(project=key.project, experience_id=experience_id)
 
 
-@router.get("/failure-patterns", response=FailurePatternListOut)
-def get_failure_patterns(
-    request: HttpRequest, tool: str | None = None, cursor: str | None = None, limit: int = 50
-):
+class FailurePatternListParams(QueryIn):
+    tool: str | None = None
+    cursor: str | None = None
+    limit: int = 50
+
+
+@router.get("/failure-patterns", response={200: FailurePatternListOut, **errors()})
+def get_failure_patterns(request: HttpRequest, params: Query[FailurePatternListParams]):
     """Recurring tool failures, the raw material of warnings."""
     key = require_scope(request, *READ_SCOPES)
     page = selectors.failure_pattern_list(
-        project=key.project, tool=tool, cursor=cursor, limit=max(1, min(limit, 200))
+        project=key.project,
+        tool=params.tool,
+        cursor=params.cursor,
+        limit=max(1, min(params.limit, 200)),
     )
     return {"items": page.items, "next_cursor": page.next_cursor}
 
 
-@router.post("/recall", response=RecallOut)
+@router.post("/recall", response={200: RecallOut, **errors(*BODY_ERRORS)})
 def post_recall(request: HttpRequest, payload: RecallIn):
     """Experience for a task: rule pre-filter, vector ranking, decay; explained item by item."""
     key = require_scope(request, "recall")
@@ -99,7 +108,10 @@ def post_recall(request: HttpRequest, payload: RecallIn):
     }
 
 
-@router.post("/recall/{recall_id}/feedback", response=RecallFeedbackOut)
+@router.post(
+    "/recall/{recall_id}/feedback",
+    response={200: RecallFeedbackOut, **errors(*BODY_ERRORS, 404)},
+)
 def post_recall_feedback(request: HttpRequest, recall_id: int, payload: RecallFeedbackIn):
     """Which recalled items helped: feeds the experiences' votes and the recall hit rate."""
     key = require_scope(request, "recall")
@@ -112,7 +124,7 @@ def post_recall_feedback(request: HttpRequest, recall_id: int, payload: RecallFe
     return {"id": log.pk, "helpful": log.helpful, "unhelpful": log.unhelpful}
 
 
-@router.post("/warnings", response=WarningsOut)
+@router.post("/warnings", response={200: WarningsOut, **errors(*BODY_ERRORS)})
 def post_warnings(request: HttpRequest, payload: WarningsIn):
     """Frequent failure patterns matching a planned tool call, with what to do instead."""
     key = require_scope(request, "recall")
@@ -123,7 +135,7 @@ def post_warnings(request: HttpRequest, payload: WarningsIn):
     return {"warnings": found}
 
 
-@router.get("/kb/export", response={200: None})
+@router.get("/kb/export", response={200: None, **errors()})
 def get_kb_export(request: HttpRequest, format: Literal["markdown", "jsonl"] = "markdown"):
     """The knowledge base: Markdown articles (zip, one file per article) or JSONL."""
     key = require_scope(request, "recall", "admin")

@@ -1,12 +1,12 @@
 """Shapes of the experience API."""
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Schema
 from pydantic import Field, field_validator
 
-from traces.inputs import BodyIn, StrictIn
+from traces.inputs import BIGINT_MAX, BodyIn, StrictIn
 
 
 class SceneOut(Schema):
@@ -187,9 +187,12 @@ class RecallOut(Schema):
     warnings: list[WarningOut]
 
 
+ExperienceId = Annotated[int, Field(ge=1, le=BIGINT_MAX)]
+
+
 class RecallFeedbackIn(StrictIn):
-    helpful: list[int] = Field(default_factory=list)
-    unhelpful: list[int] = Field(default_factory=list)
+    helpful: list[ExperienceId] = Field(default_factory=list)
+    unhelpful: list[ExperienceId] = Field(default_factory=list)
 
 
 class RecallFeedbackOut(Schema):

@@ -3,13 +3,15 @@
 from datetime import datetime
 
 from django.http import HttpRequest
-from ninja import Query, Router, Schema
+from ninja import Query, Router
 from ninja.responses import Status
 
 from traces import selectors
 from traces.auth import require_scope
+from traces.inputs import QueryIn
 from traces.review import service as review_service
 from traces.schemas import (
+    BODY_ERRORS,
     BatchOut,
     StepsAppendIn,
     TraceAcceptedOut,
@@ -20,6 +22,7 @@ from traces.schemas import (
     TraceIn,
     TraceListOut,
     TraceOpenIn,
+    errors,
 )
 from traces.services import imports, ingest, streaming
 
@@ -36,7 +39,10 @@ def _accepted(trace) -> TraceAcceptedOut:
     )
 
 
-@router.post("/traces", response={200: TraceAcceptedOut, 201: TraceAcceptedOut})
+@router.post(
+    "/traces",
+    response={200: TraceAcceptedOut, 201: TraceAcceptedOut, **errors(*BODY_ERRORS, 409)},
+)
 def post_trace(request: HttpRequest, payload: TraceIn):
     """Store a complete trajectory. The same body again returns the same trace (200)."""
     key = require_scope(request, "ingest")
@@ -44,7 +50,7 @@ def post_trace(request: HttpRequest, payload: TraceIn):
     return Status(201 if result.created else 200, _accepted(result.trace))
 
 
-@router.post("/traces/batch", response=BatchOut)
+@router.post("/traces/batch", response={200: BatchOut, **errors(*BODY_ERRORS)})
 def post_trace_batch(request: HttpRequest, payload: TraceBatchIn):
     """Store many trajectories; each gets its own result (created, duplicate, conflict, invalid)."""
     key = require_scope(request, "ingest")
@@ -52,7 +58,10 @@ def post_trace_batch(request: HttpRequest, payload: TraceBatchIn):
     return {"results": results}
 
 
-@router.post("/traces/import", response={200: TraceAcceptedOut, 201: TraceAcceptedOut})
+@router.post(
+    "/traces/import",
+    response={200: TraceAcceptedOut, 201: TraceAcceptedOut, **errors(*BODY_ERRORS, 409)},
+)
 def post_trace_import(request: HttpRequest, payload: TraceImportIn):
     """Store an OpenAI / Anthropic transcript as a trajectory; answered like POST /traces."""
     key = require_scope(request, "ingest")
@@ -60,7 +69,7 @@ def post_trace_import(request: HttpRequest, payload: TraceImportIn):
     return Status(201 if result.created else 200, _accepted(result.trace))
 
 
-@router.post("/traces/import/batch", response=BatchOut)
+@router.post("/traces/import/batch", response={200: BatchOut, **errors(*BODY_ERRORS)})
 def post_trace_import_batch(request: HttpRequest, payload: TraceBatchIn):
     """Store many transcripts; each gets its own result, like POST /traces/batch."""
     key = require_scope(request, "ingest")
@@ -68,7 +77,10 @@ def post_trace_import_batch(request: HttpRequest, payload: TraceBatchIn):
     return {"results": results}
 
 
-@router.post("/traces/open", response={200: TraceAcceptedOut, 201: TraceAcceptedOut})
+@router.post(
+    "/traces/open",
+    response={200: TraceAcceptedOut, 201: TraceAcceptedOut, **errors(*BODY_ERRORS, 409)},
+)
 def post_trace_open(request: HttpRequest, payload: TraceOpenIn):
     """Open a trajectory whose steps will be streamed; idempotent on external_id."""
     key = require_scope(request, "ingest")
@@ -76,7 +88,10 @@ def post_trace_open(request: HttpRequest, payload: TraceOpenIn):
     return Status(201 if result.created else 200, _accepted(result.trace))
 
 
-@router.post("/traces/{trace_id}/steps", response=TraceAcceptedOut)
+@router.post(
+    "/traces/{trace_id}/steps",
+    response={200: TraceAcceptedOut, **errors(*BODY_ERRORS, 404, 409)},
+)
 def post_trace_steps(request: HttpRequest, trace_id: int, payload: StepsAppendIn):
     """Append steps in index order; resending a stored step is a no-op."""
     key = require_scope(request, "ingest")
@@ -84,7 +99,10 @@ def post_trace_steps(request: HttpRequest, trace_id: int, payload: StepsAppendIn
     return _accepted(trace)
 
 
-@router.post("/traces/{trace_id}/complete", response=TraceAcceptedOut)
+@router.post(
+    "/traces/{trace_id}/complete",
+    response={200: TraceAcceptedOut, **errors(*BODY_ERRORS, 404, 409)},
+)
 def post_trace_complete(request: HttpRequest, trace_id: int, payload: TraceCompleteIn):
     """Complete a streamed trajectory with its outcome; it is then handed to review."""
     key = require_scope(request, "ingest")
@@ -94,7 +112,7 @@ def post_trace_complete(request: HttpRequest, trace_id: int, payload: TraceCompl
     return _accepted(trace)
 
 
-class TraceListParams(Schema):
+class TraceListParams(QueryIn):
     agent: str | None = None
     outcome: str | None = None
     review_status: str | None = None
@@ -109,7 +127,7 @@ class TraceListParams(Schema):
     limit: int = 50
 
 
-@router.get("/traces", response=TraceListOut)
+@router.get("/traces", response={200: TraceListOut, **errors()})
 def get_traces(request: HttpRequest, params: Query[TraceListParams]):
     """Traces of the key's project, newest first, with cursor pagination."""
     key = require_scope(request, "ingest", "admin")
@@ -123,14 +141,14 @@ def get_traces(request: HttpRequest, params: Query[TraceListParams]):
     return {"items": page.items, "next_cursor": page.next_cursor}
 
 
-@router.get("/traces/{trace_id}", response=TraceDetailOut)
+@router.get("/traces/{trace_id}", response={200: TraceDetailOut, **errors(404)})
 def get_trace(request: HttpRequest, trace_id: int):
     """One trace with its steps (and their labels) and its reviews."""
     key = require_scope(request, "ingest", "admin")
     return selectors.trace_get(project=key.project, trace_id=trace_id)
 
 
-@router.post("/traces/{trace_id}/review", response=TraceAcceptedOut)
+@router.post("/traces/{trace_id}/review", response={200: TraceAcceptedOut, **errors(404, 409)})
 def post_trace_review(request: HttpRequest, trace_id: int):
     """Send a failed or skipped trace back to review (e.g. after fixing the LLM endpoint)."""
     key = require_scope(request, "ingest", "admin")

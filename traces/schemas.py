@@ -1,7 +1,7 @@
 """Request and response shapes of the trajectory API."""
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from django.conf import settings
 from ninja import Schema
@@ -13,9 +13,10 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from traces import transcripts
-from traces.inputs import BodyIn, StrictIn
+from traces.inputs import BIGINT_MAX, INT_MAX, TOO_LARGE, BodyIn, StrictIn
 
 StepKind = Literal["user_input", "llm_reasoning", "tool_call", "system", "state_change"]
 Outcome = Literal["success", "failure", "partial", "unknown"]
@@ -35,7 +36,7 @@ class StepContextIn(BodyIn):
 
 
 class StepIn(StrictIn):
-    index: int = Field(ge=0)
+    index: int = Field(ge=0, le=INT_MAX)
     kind: StepKind
     agent: str | None = Field(default=None, max_length=200)
     tool: str = Field(default="", max_length=200)
@@ -48,7 +49,7 @@ class StepIn(StrictIn):
     content: str = ""
     context: StepContextIn | None = None
     started_at: datetime | None = None
-    duration_ms: int | None = Field(default=None, ge=0)
+    duration_ms: int | None = Field(default=None, ge=0, le=BIGINT_MAX)
 
     @model_validator(mode="after")
     def tool_calls_name_their_tool(self) -> "StepIn":
@@ -102,12 +103,23 @@ class TraceIn(TraceHeaderIn):
     final_answer: str = ""
     steps: list[StepIn] = Field(default_factory=list)
 
+    @field_validator("steps", mode="before")
+    @classmethod
+    def steps_within_limit(cls, steps: Any) -> Any:
+        # Counted before the steps are validated: an oversize trajectory is refused cheaply,
+        # with 413 like an oversize body (hindsight_site/api.py maps TOO_LARGE).
+        limit = settings.HINDSIGHT_MAX_STEPS
+        if isinstance(steps, list) and len(steps) > limit:
+            raise PydanticCustomError(
+                TOO_LARGE,
+                "at most {limit} steps per trajectory; got {count}",
+                {"limit": limit, "count": len(steps)},
+            )
+        return steps
+
     @field_validator("steps")
     @classmethod
-    def steps_within_limit_and_unique(cls, steps: list[StepIn]) -> list[StepIn]:
-        limit = settings.HINDSIGHT_MAX_STEPS
-        if len(steps) > limit:
-            raise ValueError(f"at most {limit} steps per trajectory; got {len(steps)}")
+    def unique_step_indexes(cls, steps: list[StepIn]) -> list[StepIn]:
         return _check_unique_indexes(steps)
 
     @model_validator(mode="after")
@@ -138,12 +150,14 @@ class TraceCompleteIn(StrictIn):
 
 
 class TraceBatchIn(BodyIn):
-    # Items are validated one by one in the service, so one bad item does not fail the others.
-    traces: list[dict[str, Any]] = Field(min_length=1)
+    # Items are validated one by one in the service, so one bad item (not even an object, or
+    # with text that cannot be stored) does not fail the others.
+    traces: list[Any] = Field(min_length=1)
+    _unchecked_keys: ClassVar[frozenset[str]] = frozenset({"traces"})
 
     @field_validator("traces")
     @classmethod
-    def within_batch_limit(cls, traces: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def within_batch_limit(cls, traces: list[Any]) -> list[Any]:
         limit = settings.HINDSIGHT_MAX_BATCH
         if len(traces) > limit:
             raise ValueError(f"at most {limit} trajectories per batch; got {len(traces)}")
@@ -178,11 +192,21 @@ class TraceImportIn(StrictIn):
 
     @model_validator(mode="after")
     def converts_to_a_trace(self) -> "TraceImportIn":
-        native = transcripts.native_trace(
-            format=self.format,
-            messages=self.messages,
-            header=self.model_dump(exclude={"format", "messages"}),
-        )
+        try:
+            native = transcripts.native_trace(
+                format=self.format,
+                messages=self.messages,
+                header=self.model_dump(exclude={"format", "messages"}),
+            )
+        except RecursionError:
+            # A JSON string in a message (tool arguments, an output) nested deeper than the JSON
+            # reader goes; one nested less deeply is refused by its location (too_deep).
+            error = PydanticCustomError(
+                "too_deep", "a JSON string in messages is nested too deep to read"
+            )
+            raise ValidationError.from_exception_data(
+                type(self).__name__, [InitErrorDetails(type=error, loc=("messages",), input="...")]
+            ) from None
         try:
             self._trace = TraceIn.model_validate(native.body)
         except ValidationError as error:
@@ -195,6 +219,24 @@ class TraceImportIn(StrictIn):
 
 
 # ---------------------------------------------------------------------------- responses
+
+
+class ErrorOut(Schema):
+    """Every API error: a message, or for 422 / 413 a list of `{loc, msg, type}`."""
+
+    detail: Any
+
+
+# Answered by every operation: no or revoked key, wrong scope, invalid parameters, rate limit.
+_ALWAYS = (401, 403, 422, 429)
+# Answered by operations with a JSON body: malformed JSON, body (or steps) over the limit.
+BODY_ERRORS = (400, 413)
+
+
+def errors(*statuses: int) -> dict[int, type[ErrorOut]]:
+    """The error statuses of an operation for its `response=` (the OpenAPI schema documents
+    them; tests/fuzz checks that no other status is answered)."""
+    return {status: ErrorOut for status in sorted({*_ALWAYS, *statuses})}
 
 
 class TraceAcceptedOut(Schema):

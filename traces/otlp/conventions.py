@@ -100,13 +100,29 @@ def attributes_dict(attributes: list[KeyValue] | Any) -> dict[str, Any]:
 
 
 def parsed(value: Any) -> Any:
-    """A JSON string as what it encodes (instrumentations often send JSON as text)."""
+    """A JSON string as what it encodes (instrumentations often send JSON as text); kept as the
+    string when it nests deeper than MAX_DEPTH: later steps walk it recursively."""
     if isinstance(value, str) and value[:1] in ("{", "["):
         try:
-            return json.loads(value)
+            decoded = json.loads(value)
         except (ValueError, RecursionError):
             return value
+        return value if _depth_over(decoded, MAX_DEPTH) else decoded
     return value
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    level = [value]
+    for _ in range(limit + 1):
+        level = [
+            child
+            for item in level
+            if isinstance(item, dict | list)
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+        if not level:
+            return False
+    return True
 
 
 def text(value: Any) -> str:

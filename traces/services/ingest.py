@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -9,17 +10,22 @@ from functools import partial
 from typing import Any, Protocol, cast
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import DataError, IntegrityError, connection, transaction
 from django.utils import timezone
+from psycopg import DataError as CopyDataError
+from psycopg import IntegrityError as CopyIntegrityError
 from psycopg.types.json import Jsonb
 from pydantic import ValidationError
 
 from traces.errors import Conflict
+from traces.inputs import is_storable_text
 from traces.models import ApiKey, AuditEvent, Project, Step, Trace
 from traces.observations import as_text, cap, summarize
 from traces.schemas import StepIn, TraceHeaderIn, TraceIn
 from traces.services.audit import audit_event
 from traces.services.review_queue import review_enqueue
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -110,7 +116,10 @@ def trace_set_timing(trace: Trace, steps: Sequence[StepFacts]) -> None:
         trace.started_at = min(started_at for started_at, _ in timed)
     if trace.ended_at is None and timed:
         last_started_at, last_duration_ms = max(timed, key=lambda t: t[0])
-        trace.ended_at = last_started_at + timedelta(milliseconds=last_duration_ms)
+        try:
+            trace.ended_at = last_started_at + timedelta(milliseconds=last_duration_ms)
+        except OverflowError:  # a duration running past year 9999: the end is unknown
+            pass
     if trace.started_at and trace.ended_at and trace.ended_at >= trace.started_at:
         trace.duration_ms = int((trace.ended_at - trace.started_at).total_seconds() * 1000)
 
@@ -212,7 +221,7 @@ def _validation_detail(error: ValidationError) -> list[dict[str, Any]]:
 def trace_ingest_batch(
     *,
     project: Project,
-    items: list[dict[str, Any]],
+    items: list[Any],
     api_key: ApiKey | None = None,
     parse: Callable[[Any], TraceIn] = TraceIn.model_validate,
 ) -> list[dict[str, Any]]:
@@ -220,7 +229,9 @@ def trace_ingest_batch(
 
     `parse` reads one item into a TraceIn or raises a ValidationError (transcript imports pass
     their own). Fast path: all new, valid items in one transaction with bulk inserts. If that
-    transaction hits a unique-key race, each item is retried on its own (the single-trace path).
+    transaction hits a unique-key race (or the database refuses a value validation let
+    through), each item is retried on its own (the single-trace path), so only the item at fault
+    fails.
     """
     results: list[dict[str, Any] | None] = [None] * len(items)
     step_hashes: dict[str, list[str]] = {}
@@ -230,8 +241,9 @@ def trace_ingest_batch(
         try:
             payload = parse(raw)
         except ValidationError as error:
+            echoed = isinstance(external_id, str) and is_storable_text(external_id)
             results[position] = {
-                "external_id": external_id if isinstance(external_id, str) else None,
+                "external_id": external_id if echoed else None,
                 "status": "invalid",
                 "detail": _validation_detail(error),
             }
@@ -274,7 +286,7 @@ def trace_ingest_batch(
         created = _bulk_create(
             project=project, fresh=fresh, api_key=api_key, step_hashes=step_hashes
         )
-    except IntegrityError:
+    except (IntegrityError, DataError, CopyIntegrityError, CopyDataError):  # COPY's are raw
         created = {}
         for position, payload, _ in fresh:
             try:
@@ -284,6 +296,15 @@ def trace_ingest_batch(
                     "external_id": payload.external_id,
                     "status": "conflict",
                     "detail": error.detail,
+                }
+                continue
+            except DataError as error:
+                # Validation should refuse whatever the database would: this is a gap in it.
+                logger.exception("batch item %s refused by the database", payload.external_id)
+                results[position] = {
+                    "external_id": payload.external_id,
+                    "status": "invalid",
+                    "detail": f"the database refused this trajectory: {str(error).strip()}",
                 }
                 continue
             created[position] = (result.trace, result.created)
