@@ -70,9 +70,17 @@ def _day_start(day: date | None, *, days_after: int = 0) -> datetime | None:
 
 
 class RelabelForm(forms.Form):
-    label = forms.ChoiceField(choices=Step.Label.choices)
+    label = forms.ChoiceField(required=False, choices=Step.Label.choices)
     reason = forms.CharField(required=False, max_length=2000)
     version = forms.IntegerField(min_value=0)
+    # "back to the machine label": the undo of an override; label and reason are then ignored.
+    to_machine = forms.BooleanField(required=False)
+
+    def clean(self) -> dict[str, object]:
+        data = super().clean() or {}
+        if not data.get("to_machine") and not data.get("label"):
+            raise forms.ValidationError("choose a label")
+        return data
 
 
 class AuditFilterForm(forms.Form):

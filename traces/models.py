@@ -255,6 +255,9 @@ class Step(models.Model):
     labelled_at = models.DateTimeField(null=True, blank=True)
     # Incremented on every label change; a relabel names the version it saw (conflict check).
     label_version = models.PositiveIntegerField(default=0)
+    # A person confirmed the machine's label wholesale ("Accept all", "Finish & next") without
+    # judging this step: it counts as checked, but not as human agreement on /stats/.
+    is_accepted_as_is = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["trace_id", "index"]

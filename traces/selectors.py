@@ -3,6 +3,7 @@
 import difflib
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -267,6 +268,54 @@ def step_queryset() -> QuerySet[Step]:
     )
 
 
+@dataclass(frozen=True)
+class MachineOpinion:
+    """What the machine reviewer said about one step, kept in its Review after humans relabel."""
+
+    label: str
+    reason: str
+    confidence: float | None
+    reviewer: str  # Review.Reviewer: "llm" or "heuristic", the step's label_source it gave
+
+
+def _opinion(value: Any, reviewer: str) -> MachineOpinion | None:
+    label = _review_label(value)
+    if not label:
+        return None
+    details = value if isinstance(value, dict) else {}
+    reason = details.get("reason")
+    confidence = details.get("confidence")
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
+        confidence = None
+    elif not 0 <= confidence <= 1:
+        confidence = None  # outside the step's check constraint: not worth restoring
+    return MachineOpinion(
+        label=label,
+        reason=reason if isinstance(reason, str) else "",
+        confidence=None if confidence is None else float(confidence),
+        reviewer=reviewer if reviewer in Review.Reviewer.values else Review.Reviewer.LLM,
+    )
+
+
+def machine_opinions(reviews: Iterable[Review]) -> dict[int, MachineOpinion]:
+    """Per step index, the machine's label from `reviews` given full before local (a local
+    review's label refines the full review's for its window, as when the labels were applied)."""
+    opinions: dict[int, MachineOpinion] = {}
+    for review in reviews:
+        for index, value in (review.labels or {}).items():
+            opinion = _opinion(value, review.reviewer)
+            if opinion is not None and str(index).isdigit():
+                opinions[int(index)] = opinion
+    return opinions
+
+
+def machine_opinion_for(*, trace: Trace, index: int) -> MachineOpinion | None:
+    reviews = Review.objects.filter(
+        trace=trace, window_start__lte=index, window_end__gte=index
+    ).order_by("kind", "pk")  # "full" sorts before "local"
+    return machine_opinions(reviews.only("reviewer", "labels")).get(index)
+
+
 def trace_inspect(*, trace_id: int, projects: list[Project]) -> Trace | None:
     """A trace with everything the inspector shows, in a fixed number of queries (any step count).
 
@@ -289,6 +338,10 @@ def trace_inspect(*, trace_id: int, projects: list[Project]) -> Trace | None:
         step_decorate(step)
     for review in trace.reviews.all():
         review_decorate(review)
+    # The prefetch orders reviews by kind first: full before local, as machine_opinions needs.
+    opinions = machine_opinions(trace.reviews.all())
+    for step in trace.steps.all():
+        step.machine_opinion = opinions.get(step.index)  # type: ignore[attr-defined]
     return trace
 
 
@@ -297,6 +350,9 @@ def trace_is_heuristic(trace: Trace) -> bool:
     return any(r.reviewer == Review.Reviewer.HEURISTIC for r in trace.reviews.all()) or any(
         s.label_source == Step.LabelSource.HEURISTIC for s in trace.steps.all()
     )
+
+
+MACHINE_LABEL_SOURCES = (Step.LabelSource.LLM, Step.LabelSource.HEURISTIC)
 
 
 def machine_label_versions(trace: Trace) -> str:
@@ -320,12 +376,13 @@ def parse_label_versions(text: str) -> dict[int, int]:
 
 def step_for_trace(*, trace: Trace, index: int) -> Step | None:
     step = step_queryset().filter(trace=trace, index=index).first()
-    return step_decorate(step) if step is not None else None
+    if step is None:
+        return None
+    step.machine_opinion = machine_opinion_for(trace=trace, index=index)  # type: ignore[attr-defined]
+    return step_decorate(step)
 
 
 # ---------------------------------------------------------------------------- dashboard: queue
-
-MACHINE_LABEL_SOURCES = (Step.LabelSource.LLM, Step.LabelSource.HEURISTIC)
 
 
 class QueueReason:
@@ -519,9 +576,15 @@ def cohen_kappa(pairs: list[tuple[str, str]], categories: list[str]) -> float | 
 
 
 def label_agreement(*, project: Project) -> dict[str, Any]:
-    """Machine vs human on the steps a person labelled: per label counts and Cohen's kappa."""
+    """Machine vs human on the steps a person judged: per label counts and Cohen's kappa.
+
+    Labels accepted as is ("Accept all", "Finish & next") are left out: nobody looked at those
+    steps one by one, so counting them would inflate agreement with the machine.
+    """
+    judged = Step.objects.filter(trace__project=project, label_source=Step.LabelSource.HUMAN)
+    accepted = judged.filter(is_accepted_as_is=True).exclude(label="").count()
     human = list(
-        Step.objects.filter(trace__project=project, label_source=Step.LabelSource.HUMAN)
+        judged.filter(is_accepted_as_is=False)
         .exclude(label="")
         .order_by("-pk")
         .values_list("trace_id", "index", "label")[:AGREEMENT_SAMPLE]
@@ -540,6 +603,7 @@ def label_agreement(*, project: Project) -> dict[str, Any]:
         })  # fmt: skip
     return {
         "pairs": len(pairs),
+        "accepted_as_is": accepted,
         "rows": rows,
         "kappa": cohen_kappa(pairs, list(Step.Label.values)),
         "matrix": [

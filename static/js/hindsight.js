@@ -71,6 +71,21 @@
     if (button) button.click();
   }
 
+  function backToMachine() {
+    var step = currentStep();
+    var button = step && step.querySelector("button[name=to_machine]");
+    if (button) button.click();
+  }
+
+  // The step a fragment ("#step-20") names, or null.
+  function stepFromHash(hash) {
+    var id = (hash || "").replace(/^#/, "");
+    if (!id) return null;
+    try { id = decodeURIComponent(id); } catch (e) { return null; }
+    var target = document.getElementById(id);
+    return target && target.matches("li.step") ? target : null;
+  }
+
   function openReason(step) {
     step = step || currentStep();
     if (!step) return;
@@ -131,12 +146,32 @@
       case "k": event.preventDefault(); move(-1); break;
       case "1": case "2": case "3": case "4": event.preventDefault(); setLabel(event.key); break;
       case "r": event.preventDefault(); openReason(); break;
+      case "u": event.preventDefault(); backToMachine(); break;
       case "?": event.preventDefault(); toggleCheatsheet(); break;
       default: return;
     }
   });
 
+  // The keyboard's current step is the one the reviewer sees: it follows focus, links to a step
+  // (the Review panel's step numbers) and the URL fragment, so 1–4 never label an unseen step.
+  document.addEventListener("focusin", function (event) {
+    var step = event.target.closest && event.target.closest("li.step");
+    if (step && step !== currentStep()) select(step, { focus: false });
+  });
+
+  window.addEventListener("hashchange", function () {
+    var step = stepFromHash(location.hash);
+    if (step) select(step);
+  });
+
   document.addEventListener("click", function (event) {
+    var link = event.target.closest('a[href^="#step-"]');
+    if (link) {
+      // Also when the fragment is already in the URL (then no hashchange follows).
+      var linked = stepFromHash(link.getAttribute("href"));
+      if (linked) select(linked);
+      return;
+    }
     var toggle = event.target.closest("[data-reason-toggle]");
     if (toggle) {
       var owner = toggle.closest("li.step");
@@ -146,6 +181,37 @@
     }
     var step = event.target.closest("li.step");
     if (step && !event.target.closest("a, summary")) select(step, { focus: !typing(event.target) && !event.target.closest("button") });
+  });
+
+  // "Accept all" and "Finish & next" accept the labels still shown as the machine's. Ask first,
+  // naming them as they are now (after this page's relabels), and send the versions shown now,
+  // so a step put back to the machine's label is accepted, not reported as changed by others.
+  function machineSteps() {
+    return steps().filter(function (step) {
+      return /^(llm|heuristic)$/.test(step.getAttribute("data-source") || "");
+    });
+  }
+
+  function labelsText(indexes) {
+    var shown = 12;
+    var listed = indexes.slice(0, shown).join(", ");
+    if (indexes.length > shown) listed += " and " + (indexes.length - shown) + " more";
+    var plural = indexes.length === 1 ? "" : "s";
+    return indexes.length + " machine label" + plural + " (step" + plural + " " + listed + ")";
+  }
+
+  document.addEventListener("htmx:confirm", function (event) {
+    var form = event.detail.elt;
+    if (!form.matches || !form.matches("form[data-accept-question]")) return;
+    var remaining = machineSteps();
+    var indexes = remaining.map(function (step) { return step.getAttribute("data-index"); });
+    form.querySelector("input[name=versions]").value = remaining.map(function (step) {
+      return step.getAttribute("data-index") + ":" + step.getAttribute("data-version");
+    }).join(",");
+    if (!remaining.length) return; // nothing would be accepted: no question
+    event.preventDefault();
+    var question = form.getAttribute("data-accept-question").replace("{labels}", labelsText(indexes));
+    if (window.confirm(question)) event.detail.issueRequest(true);
   });
 
   // A saved label swaps the whole step: keep it current and give it focus back.
@@ -158,7 +224,7 @@
   });
 
   document.addEventListener("DOMContentLoaded", function () {
-    var first = location.hash && document.querySelector("li.step" + CSS.escape(location.hash));
+    var first = stepFromHash(location.hash);
     if (first) select(first); else if (steps().length) select(steps()[0], { focus: false });
   });
 })();

@@ -127,13 +127,18 @@ def test_the_queue_goes_with_the_keyboard_alone(
     expect(page.locator("#step-1 .chip")).to_have_text("redundant")
     shot(page, "09-queue-claimed")
 
+    asked: list[str] = []
+    page.on("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
     page.keyboard.press("Control+Enter")
     expect(page).to_have_url(f"{live_server.url}/traces/{plain.pk}/")
-    expect(page.get_by_text("2 machine label(s) confirmed.")).to_be_visible()
+    expect(
+        page.get_by_text("2 machine label(s) confirmed, recorded as accepted as is.")
+    ).to_be_visible()
     page.keyboard.press("Control+Enter")
     expect(page).to_have_url(f"{live_server.url}/queue/")
     expect(page.get_by_text("the queue is empty")).to_be_visible()
 
     sources = Step.objects.filter(trace__project=project).values_list("label_source", flat=True)
     assert set(sources) == {"human"}
+    assert len(asked) == 2 and "remaining 2 machine labels (steps 0, 2)" in asked[0]
     assert AuditEvent.objects.filter(action="queue.finish").count() == 2

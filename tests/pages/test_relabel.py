@@ -137,12 +137,15 @@ def test_accept_all_confirms_the_machine_labels_seen(client_for, reviewer, proje
     assert response.status_code == 200
     assert response.headers["HX-Redirect"] == f"/traces/{trace.pk}/"
     steps = Step.objects.filter(trace=trace)
-    assert {(s.label, s.label_source, s.label_version) for s in steps} == {
-        ("necessary", "human", 2)
+    assert {(s.label, s.label_source, s.label_version, s.is_accepted_as_is) for s in steps} == {
+        ("necessary", "human", 2, True)
     }
     event = AuditEvent.objects.get(action="trace.accept_all")
-    assert event.after == {"steps": {"0": ["necessary", "human"], "1": ["necessary", "human"],
-                                     "2": ["necessary", "human"]}}  # fmt: skip
+    assert event.after == {
+        "steps": {"0": ["necessary", "human"], "1": ["necessary", "human"],
+                  "2": ["necessary", "human"]},
+        "accepted_as_is": True,
+    }  # fmt: skip
     assert Trace.objects.get(pk=trace.pk).labels_changed_at is not None
 
 

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from traces import selectors
 from traces.errors import Conflict, InvalidInput, NotFound
 from traces.models import Step, Trace
 from traces.services.audit import audit_event
@@ -42,6 +43,7 @@ def _label_state(step: Step) -> dict[str, Any]:
         "source": step.label_source,
         "reason": step.label_reason,
         "version": step.label_version,
+        "accepted_as_is": step.is_accepted_as_is,
     }
 
 
@@ -58,9 +60,15 @@ def step_relabel(
     reason: str,
     expected_version: int,
     user: User,
+    to_machine: bool = False,
 ) -> Step:
-    """Set one step's label as a human decision; LabelConflict when the version is stale."""
-    if label not in Step.Label.values:
+    """Set one step's label as a human decision; LabelConflict when the version is stale.
+
+    `to_machine` is the undo of an override: the step gets back the label, reason, confidence and
+    source the machine reviewer gave (kept in its Review), `label` and `reason` are ignored, and
+    the change is versioned and audited like any relabel.
+    """
+    if not to_machine and label not in Step.Label.values:
         raise InvalidInput(f"label must be one of {', '.join(Step.Label.values)}")
     reason = reason.strip()[:MAX_REASON_CHARS]
     with transaction.atomic():
@@ -74,21 +82,28 @@ def step_relabel(
             raise NotFound(f"step {index} of trace {trace.pk} not found")
         if step.label_version != expected_version:
             raise LabelConflict(step)
-        unchanged = (step.label, step.label_source, step.label_reason) == (
-            label, Step.LabelSource.HUMAN, reason,
-        )  # fmt: skip
-        if unchanged:
+        now = timezone.now()
+        if to_machine:
+            opinion = selectors.machine_opinion_for(trace=trace, index=index)
+            if opinion is None:
+                raise NotFound(f"the machine gave no label for step {index}")
+            state = (opinion.label, opinion.reviewer, opinion.reason, opinion.confidence)
+            by = None
+        else:
+            state, by = (label, Step.LabelSource.HUMAN, reason, None), user
+        current = (step.label, step.label_source, step.label_reason, step.label_confidence)
+        if current == state and not step.is_accepted_as_is:
             return step  # pressing the same key twice is not a new decision
         before = _label_state(step)
-        now = timezone.now()
-        step.label, step.label_source, step.label_reason = label, Step.LabelSource.HUMAN, reason
-        step.label_confidence = None
-        step.labelled_by, step.labelled_at = user, now
+        step.label, step.label_source, step.label_reason, step.label_confidence = state
+        step.labelled_by = by
+        step.labelled_at = now
+        step.is_accepted_as_is = False  # a person judged this step (or undid their judgement)
         step.label_version += 1
         step.full_clean(validate_constraints=False)
         step.save(update_fields=[
             "label", "label_source", "label_reason", "label_confidence", "labelled_by",
-            "labelled_at", "label_version",
+            "labelled_at", "label_version", "is_accepted_as_is",
         ])  # fmt: skip
         audit_event(
             action="step.relabel",
@@ -97,20 +112,27 @@ def step_relabel(
             project=trace.project,
             user=user,
             before={"trace_id": trace.pk, "index": index, **before},
-            after={"trace_id": trace.pk, "index": index, **_label_state(step)},
-        )
+            after={
+                "trace_id": trace.pk, "index": index, **_label_state(step),
+                **({"to_machine": True} if to_machine else {}),
+            },
+        )  # fmt: skip
         _labels_changed(trace_id=trace.pk, at=now)
     return step
 
 
 @dataclass(frozen=True)
 class AcceptResult:
-    accepted: list[int]  # step indexes now human-confirmed
+    accepted: list[int]  # step indexes now confirmed by a person, accepted as is
     skipped: list[int]  # changed since the reviewer saw them: left as they are
 
 
 def trace_accept_all(*, trace: Trace, seen_versions: dict[int, int], user: User) -> AcceptResult:
-    """Confirm the machine labels the reviewer saw (`{index: version}`) as human decisions.
+    """Confirm the machine labels the reviewer saw (`{index: version}`), accepted as is.
+
+    The steps become human-sourced (checked by a person, never overwritten by a re-review) but
+    are flagged `is_accepted_as_is`: nobody judged them one by one, so they stay out of the
+    machine-human agreement.
 
     A step whose version moved on since (the machine re-reviewed, or another person relabelled)
     is skipped and reported, not confirmed unseen.
@@ -141,6 +163,7 @@ def trace_accept_all(*, trace: Trace, seen_versions: dict[int, int], user: User)
             labelled_by=user,
             labelled_at=now,
             label_version=F("label_version") + 1,
+            is_accepted_as_is=True,
         )
         audit_event(
             action="trace.accept_all",
@@ -149,7 +172,10 @@ def trace_accept_all(*, trace: Trace, seen_versions: dict[int, int], user: User)
             project=trace.project,
             user=user,
             before={"steps": {s.index: [s.label, s.label_source] for s in accepted}},
-            after={"steps": {s.index: [s.label, "human"] for s in accepted}},
+            after={
+                "steps": {s.index: [s.label, "human"] for s in accepted},
+                "accepted_as_is": True,
+            },
         )
         _labels_changed(trace_id=trace.pk, at=now)
     return AcceptResult(accepted=[s.index for s in accepted], skipped=skipped)

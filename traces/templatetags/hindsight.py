@@ -58,13 +58,34 @@ def _label_state(step: Any) -> str:
     source = _e(step.label_source)
     if step.labelled_by_id and step.labelled_by is not None:
         source += " · " + _e(step.labelled_by.get_username())
-    if step.label_confidence is not None:
+    if step.is_accepted_as_is:
+        source += " · accepted as is"
+    elif step.label_confidence is not None:
         source += f" · {step.label_confidence:.2f}"
     label = _e(step.label)
     return (
         f'<span class="chip lbl-{label}" data-label="{label}">{label}</span> '
         f'<small class="src src-{_e(step.label_source)}">{source}</small>'
     )
+
+
+def _opinion_of(step: Any) -> Any:
+    """The machine's own label of a step a person labelled (None when there is nothing to show)."""
+    if step.label_source != "human":
+        return None
+    return getattr(step, "machine_opinion", None)
+
+
+def _machine_was(step: Any) -> str:
+    opinion = _opinion_of(step)
+    if opinion is None or step.is_accepted_as_is:
+        return ""  # accepted as is: the label shown is the machine's own
+    said = [_e(opinion.label), _e(opinion.reviewer)]
+    if opinion.confidence is not None:
+        said[-1] += f" {opinion.confidence:.2f}"
+    if opinion.reason:
+        said.append(f"<bdi>{_e(opinion.reason)}</bdi>")
+    return f'<p class="machine-was"><small>was: {" · ".join(said)}</small></p>'
 
 
 def _head(step: Any, trace_agent: str) -> str:
@@ -86,7 +107,7 @@ def _head(step: Any, trace_agent: str) -> str:
 
 
 def _body(step: Any, base: str) -> list[str]:
-    parts = []
+    parts = [was] if (was := _machine_was(step)) else []
     if step.label_reason:
         parts.append(f'<p class="label-reason"><bdi>{_e(step.label_reason)}</bdi></p>')
     if step.content:
@@ -129,6 +150,13 @@ def _form(step: Any, base: str, csrf: str) -> str:
         for n, label in enumerate(LABELS, start=1)
     )
     reason = _e(step.label_reason) if step.label_source == "human" else ""
+    undo = ""
+    if (opinion := _opinion_of(step)) is not None:
+        undo = (
+            '<button type="submit" name="to_machine" value="1" class="to-machine" '
+            f'title="Set the step back to {_e(opinion.reviewer)}\'s label: {_e(opinion.label)}">'
+            "<kbd>u</kbd> back to the machine label</button>"
+        )
     return (
         f'<form class="relabel" method="post" action="{url}" hx-post="{url}" '
         'hx-target="closest li.step" hx-swap="outerHTML">'
@@ -136,7 +164,7 @@ def _form(step: Any, base: str, csrf: str) -> str:
         f'<input type="hidden" name="version" value="{step.label_version}">'
         f'<div class="label-buttons" role="group" aria-label="Label step {step.index}">{buttons}'
         '<button type="button" class="reason-toggle" data-reason-toggle aria-expanded="false">'
-        "<kbd>r</kbd> reason</button></div>"
+        f"<kbd>r</kbd> reason</button>{undo}</div>"
         f'<div class="reason" hidden><label>Reason for step {step.index} '
         f'<input type="text" name="reason" maxlength="2000" autocomplete="off" value="{reason}">'
         "</label><small>Enter saves with the chosen label · 1–4 buttons save with another · "
@@ -156,7 +184,9 @@ def step_item_html(step: Any, *, trace: Any, csrf: str, conflict: str = "") -> s
     parts.append(_form(step, base, csrf))
     error = " is-error" if step.is_error else ""
     return (
-        f'<li class="step{error}" id="step-{step.index}" data-index="{step.index}" tabindex="-1" '
+        f'<li class="step{error}" id="step-{step.index}" data-index="{step.index}" '
+        f'data-source="{_e(step.label_source if step.label else "")}" '
+        f'data-version="{step.label_version}" tabindex="-1" '
         f'aria-label="Step {step.index}">' + "\n".join(parts) + "</li>"
     )
 

@@ -78,7 +78,7 @@ def step_label(request: AuthedRequest, trace_id: int, index: int) -> HttpRespons
         labels.step_relabel(
             trace=trace, index=index, label=form.cleaned_data["label"],
             reason=form.cleaned_data["reason"], expected_version=form.cleaned_data["version"],
-            user=request.user,
+            user=request.user, to_machine=form.cleaned_data["to_machine"],
         )  # fmt: skip
     except LabelConflict as conflict:
         status, error = 409, conflict.detail
@@ -105,7 +105,9 @@ def trace_accept(request: AuthedRequest, trace_id: int) -> HttpResponse:
 
 
 def _say_accepted(request: AuthedRequest, result: labels.AcceptResult) -> None:
-    messages.success(request, f"{len(result.accepted)} machine label(s) confirmed.")
+    messages.success(
+        request, f"{len(result.accepted)} machine label(s) confirmed, recorded as accepted as is."
+    )
     if result.skipped:
         skipped = ", ".join(str(i) for i in result.skipped)
         messages.warning(request, f"Changed by someone else meanwhile, left as is: step {skipped}.")

@@ -4,7 +4,9 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from traces import selectors
 from traces.errors import DomainError
@@ -52,17 +54,20 @@ def _get_claim_for_user(request: AuthedRequest, claim_id: int) -> ReviewClaim:
 def queue_finish(request: AuthedRequest, claim_id: int) -> HttpResponse:
     claim = _get_claim_for_user(request, claim_id)
     seen = selectors.parse_label_versions(request.POST.get("versions", ""))
+    url = reverse("traces:queue")
     try:
         result = review_claims.claim_finish(claim=claim, user=request.user, seen_versions=seen)
     except DomainError as failure:
         messages.error(request, failure.detail)
-        return redirect("traces:queue")
-    _say_accepted(request, result)
-    following = review_claims.claim_next(project=claim.project, user=request.user)
-    if following is None:
-        messages.success(request, "That was the last one: the queue is empty.")
-        return redirect("traces:queue")
-    return redirect("traces:detail", trace_id=following.trace_id)
+    else:
+        _say_accepted(request, result)
+        following = review_claims.claim_next(project=claim.project, user=request.user)
+        if following is None:
+            messages.success(request, "That was the last one: the queue is empty.")
+        else:
+            url = reverse("traces:detail", args=[following.trace_id])
+    # htmx posts it after its confirmation (the Ctrl+Enter path): navigate the whole page.
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 @require_POST
