@@ -1,0 +1,28 @@
+"""What a captured MCP session teaches: the proxy's trajectory is reviewed like any other and
+leaves an experience (or, for its failed calls, failure patterns) in the library."""
+
+from __future__ import annotations
+
+from experiences.models import Experience, FailurePattern
+from hindsight_site.pipeline import review_trace
+from tests.mcp.conftest import proxy_command, session
+from tests.mcp.test_proxy import completed_trace, three_calls
+
+
+def test_a_captured_session_is_reviewed_and_leaves_what_it_taught(site):
+    command = proxy_command(
+        "--agent", "ide-agent", "--task", "set up the web service", "--environment", "docker",
+        via_manage_py=True,
+    )  # fmt: skip
+    session(command, site.env(), three_calls)
+    trace = completed_trace()
+
+    assert review_trace(trace.pk) == "reviewed"
+    trace.refresh_from_db()
+    assert trace.review_status == "reviewed", trace.review_status_reason
+    labels = dict(trace.steps.values_list("tool", "label"))
+    assert labels["read_config"] == "failed" and labels["deploy"] == "failed"
+    (experience,) = Experience.objects.filter(sources__trace=trace)
+    assert experience.polarity == "failure" and experience.tools == ["add", "read_config", "deploy"]
+    assert 'Do not read_config "/etc/app.yaml": it led to an error' in experience.advice
+    assert set(FailurePattern.objects.values_list("tool", flat=True)) == {"read_config", "deploy"}
