@@ -8,4 +8,8 @@ from traces.services import review_queue
 @shared_task(name="traces.enqueue_pending_traces", acks_late=True, ignore_result=True)
 def enqueue_pending_traces() -> int:
     """Beat: publish complete traces whose hand-over to review failed or was lost."""
-    return review_queue.trace_enqueue_stale() + review_queue.trace_rederive_stale()
+    return (
+        review_queue.trace_enqueue_stale()
+        + review_queue.trace_rederive_stale()
+        + review_queue.trace_reclaim_from_silent_workers()
+    )

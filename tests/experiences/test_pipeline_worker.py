@@ -136,3 +136,38 @@ def test_a_human_relabel_re_derives_the_experience_through_the_worker(
     assert experience.source == "human" and "docker_restart" in experience.advice
     assert experience.versions.count() == 2
     assert AuditEvent.objects.filter(action="step.relabel", object_type="step").exists()
+
+
+def test_a_review_held_by_a_worker_that_is_gone_is_taken_back_by_the_sweep(
+    project, celery_worker
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from hindsight_site.celery import app
+    from traces.models import Review
+    from traces.schemas import TraceIn
+    from traces.services.ingest import trace_ingest
+    from traces.tasks import enqueue_pending_traces
+
+    (alive,) = [name for reply in app.control.ping(timeout=2) for name in reply]
+    long_ago = timezone.now() - timedelta(minutes=2)
+    held = {}
+    for worker in ("ghost@a-host-that-is-gone", alive):
+        trace = trace_ingest(
+            project=project, payload=TraceIn.model_validate(seed_000_body(f"held-by-{worker}"))
+        ).trace
+        wait_until(lambda pk=trace.pk: status_of(pk) == "reviewed", timeout=30)
+        # As if `worker` had taken it and died before storing its review.
+        Review.objects.filter(trace=trace).delete()
+        Trace.objects.filter(pk=trace.pk).update(
+            review_status="reviewing", review_status_at=long_ago, review_worker=worker
+        )
+        held[worker] = trace.pk
+
+    enqueue_pending_traces()
+
+    wait_until(lambda: status_of(held["ghost@a-host-that-is-gone"]) == "reviewed", timeout=30)
+    # The live worker's review is its own business (an LLM call may take minutes).
+    assert status_of(held[alive]) == "reviewing"

@@ -72,6 +72,39 @@ def trace_enqueue_stale(*, limit: int = 1000) -> int:
     return review_enqueue(trace_ids=ids)
 
 
+# A review held this long by a worker that does not answer a ping is taken back (the LLM call of
+# a live worker can take minutes: only a silent worker loses its reviews).
+ORPHANED_AFTER = timedelta(seconds=60)
+
+
+def trace_reclaim_from_silent_workers(*, ping_timeout: float = 1.0) -> int:
+    """Beat: traces `reviewing` for over ORPHANED_AFTER whose worker does not answer a ping
+    (it died and did not come back: another host, scaled down) go back to review now, not at
+    the broker's visibility timeout or STUCK_AFTER. Nothing happens if the ping itself fails."""
+    from hindsight_site.celery import app
+
+    held = set(
+        Trace.objects.filter(
+            review_status=Trace.ReviewStatus.REVIEWING,
+            review_status_at__lt=timezone.now() - ORPHANED_AFTER,
+        )
+        .exclude(review_worker="")
+        .values_list("review_worker", flat=True)
+        .distinct()
+    )
+    if not held:
+        return 0
+    try:
+        alive = {name for reply in app.control.ping(timeout=ping_timeout) for name in reply}
+    except Exception:  # noqa: BLE001 - broker down: no judgement possible, try next sweep
+        logger.warning("could not ping the workers: reviews not reclaimed", exc_info=True)
+        return 0
+    return sum(
+        trace_reclaim_orphans(worker=worker, why="does not answer")
+        for worker in sorted(held - alive)
+    )
+
+
 def traces_back_to_pending(*, trace_ids: list[int]) -> None:
     """Queued traces whose review task was not sent after all: the next sweep publishes them."""
     Trace.objects.filter(pk__in=trace_ids, review_status=Trace.ReviewStatus.QUEUED).update(
@@ -81,7 +114,7 @@ def traces_back_to_pending(*, trace_ids: list[int]) -> None:
     )
 
 
-def trace_reclaim_orphans(*, worker: str) -> int:
+def trace_reclaim_orphans(*, worker: str, why: str = "restarted") -> int:
     """A worker starting: the traces its previous run left `reviewing` (it died mid-review:
     killed, out of memory) go back to review now, not when the broker redelivers the task
     (the visibility timeout) or the stuck sweep (STUCK_AFTER). The launcher restarts a dead
@@ -95,8 +128,8 @@ def trace_reclaim_orphans(*, worker: str) -> int:
     )
     if not ids:
         return 0
-    logger.warning("worker %s restarted: %d trace(s) it was reviewing go back to review",
-                   worker, len(ids))  # fmt: skip
+    logger.warning("worker %s %s: %d trace(s) it was reviewing go back to review",
+                   worker, why, len(ids))  # fmt: skip
     Trace.objects.filter(pk__in=ids, review_status=Trace.ReviewStatus.REVIEWING).update(
         review_status=Trace.ReviewStatus.PENDING, review_status_at=timezone.now()
     )
