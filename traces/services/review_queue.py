@@ -72,9 +72,10 @@ def trace_enqueue_stale(*, limit: int = 1000) -> int:
     return review_enqueue(trace_ids=ids)
 
 
-# A review held this long by a worker that does not answer a ping is taken back (the LLM call of
-# a live worker can take minutes: only a silent worker loses its reviews).
-ORPHANED_AFTER = timedelta(seconds=60)
+# A review held this long by a worker that does not answer a ping is taken back, so with the
+# 30 s sweep it is back in review within a minute (the LLM call of a live worker can take
+# minutes: only a silent worker loses its reviews).
+ORPHANED_AFTER = timedelta(seconds=30)
 
 
 def trace_reclaim_from_silent_workers(*, ping_timeout: float = 1.0) -> int:
