@@ -199,3 +199,20 @@ def test_conflict_still_names_the_current_label(reviewer, overridden):
             trace=overridden, index=1, label="", reason="", expected_version=0, user=reviewer,
             to_machine=True,
         )  # fmt: skip
+
+
+def test_the_machine_opinion_is_escaped(client_for, reviewer, project, make_trace):
+    """The machine's reason comes from a model's output: shown as text, never as markup."""
+    trace = make_trace(project, steps=2, labelled="heuristic")
+    hostile = '<script>alert(1)</script><img src=x onerror="alert(2)">'
+    _machine_review(trace, {i: ("redundant", hostile, 0.5) for i in (0, 1)})
+    Step.objects.filter(trace=trace).update(label="redundant", label_reason=hostile)
+    step_relabel(
+        trace=trace, index=1, label="necessary", reason="fine", expected_version=1, user=reviewer
+    )
+
+    page = client_for(reviewer).get(f"/traces/{trace.pk}/").content.decode()
+
+    step_1 = page.split('id="step-1"')[1].split("</li>")[0]
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in step_1 and "<script>alert" not in step_1
+    assert "<img src=x" not in page
