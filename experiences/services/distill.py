@@ -57,6 +57,7 @@ class ExperienceDraft:
     embed_text: str
     labels: dict[str, str]  # the step labels it is derived from (JSON keys)
     embedding: list[float] | None = None
+    revision_note: str = ""  # who worded a re-derivation, for its version's reason
 
 
 @dataclass
@@ -425,24 +426,24 @@ def experience_rederive(*, trace_id: int) -> list[Experience]:
         .order_by("experience_id")
         .first()
     )
-    wording = None
     if current is None:
         # A relabel changes what the experience says, not its scene: only a new experience
         # needs a vector (computed here, before any row is locked).
         if template.worth_reference:
             drafts_embed([draft])
     elif template.worth_reference and current.labels != draft.labels and _worded_by_llm(trace):
-        wording = (
-            revise_advice_with_llm(
-                advice=_CONTRAST.sub("", current.experience.advice),
-                task=view.task,
-                outcome=view.outcome,
-                steps=steps,
-                labels=labels,
-                template_advice=draft.advice,
-            )
-            or _TEMPLATE_FALLBACK
+        revised = revise_advice_with_llm(
+            advice=_CONTRAST.sub("", current.experience.advice),
+            task=view.task,
+            outcome=view.outcome,
+            steps=steps,
+            labels=labels,
+            template_advice=draft.advice,
         )
+        if revised:
+            draft.advice, draft.revision_note = revised, " (revised by the LLM that wrote it)"
+        else:
+            draft.revision_note = " (template wording: the LLM that wrote it did not answer)"
     patterns = (
         pattern_drafts(trace=view, steps=steps, labels=labels) if template.worth_reference else []
     )
@@ -454,19 +455,13 @@ def experience_rederive(*, trace_id: int) -> list[Experience]:
         )
         result = []
         for experience in existing:
-            result.append(
-                _experience_revise(experience, draft, template.worth_reference, trace, wording)
-            )
+            result.append(_experience_revise(experience, draft, template.worth_reference, trace))
         if not existing and template.worth_reference:
             result.extend(experiences_store(trace=trace, reviews=[], drafts=[draft]))
         patterns_store(trace=trace, drafts=patterns)
         trace.experiences_derived_at = timezone.now()
         trace.save(update_fields=["experiences_derived_at"])
     return result
-
-
-# `wording` when the LLM that wrote an experience did not answer: the template's is used.
-_TEMPLATE_FALLBACK = ""
 
 
 def _worded_by_llm(trace: Trace) -> bool:
@@ -481,14 +476,9 @@ def _worded_by_llm(trace: Trace) -> bool:
 
 
 def _experience_revise(
-    experience: Experience,
-    draft: ExperienceDraft,
-    worthy: bool,
-    trace: Trace,
-    wording: str | None,
+    experience: Experience, draft: ExperienceDraft, worthy: bool, trace: Trace
 ) -> Experience:
-    """Revise the experience to the draft; `wording` is the LLM's revision ("" when the LLM
-    that wrote it did not answer, None when the template speaks)."""
+    """Revise the experience to the draft (an LLM's wording already in it, when it gave one)."""
     if not worthy:
         if experience.status not in (Experience.Status.ARCHIVED, Experience.Status.REJECTED):
             experience.status = Experience.Status.ARCHIVED
@@ -498,15 +488,11 @@ def _experience_revise(
     said = (experience.advice, experience.path, experience.polarity)
     if provenance.filter(labels=draft.labels).exists() and draft.labels:
         return experience  # derived from these very labels: nothing to say differently
-    advice = (wording or draft.advice) + "".join(_CONTRAST.findall(experience.advice))
+    advice = draft.advice + "".join(_CONTRAST.findall(experience.advice))
     if said == (advice, draft.path, draft.polarity):
         provenance.update(labels=draft.labels)
         return experience  # the same words: no new version
-    reason = f"re-derived from corrected labels of trace {trace.pk}"
-    if wording:
-        reason += " (revised by the LLM that wrote it)"
-    elif wording == _TEMPLATE_FALLBACK:
-        reason += " (template wording: the LLM that wrote it did not answer)"
+    reason = f"re-derived from corrected labels of trace {trace.pk}{draft.revision_note}"
     experience.version += 1
     experience.advice = advice
     experience.path = draft.path
