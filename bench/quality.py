@@ -1,6 +1,7 @@
 """What the memory learns from real agent runs, against plain search over the raw tasks.
 
     .venv/bin/python bench/quality.py [--dataset hotpotqa|webshop|both] [--slice N] [--keep DIR]
+                                      [--misses]
 
 Public runs by others (../shared/datasets, converted by bench/datasets) go through the product
 as a user's would: a fresh site (`hindsight run` on a temp data dir, offline reviewer and local
@@ -248,8 +249,11 @@ def advice_problems(advice: str, scene: str) -> list[str]:
 # ---------------------------------------------------------------------------- one dataset
 
 
-def recall_hits(api: Api, db: Db, data: Split, project: int) -> tuple[list[list[bool]], dict]:
+def recall_hits(
+    api: Api, db: Db, data: Split, project: int, show_misses: bool = False
+) -> tuple[list[list[bool]], dict]:
     groups = {r.external_id: r.group for r in data.history}
+    tasks = {r.external_id: r.task for r in data.history}
     outcomes = {r.external_id: r.body["outcome"] for r in data.history}
     trace_external = db.trace_ids(project)
     sources: dict[int, list[str]] = defaultdict(list)
@@ -278,6 +282,8 @@ def recall_hits(api: Api, db: Db, data: Split, project: int) -> tuple[list[list[
             any(groups.get(s) == probe.group for s in sources[i["experience_id"]]) for i in items
         ]
         hits.append(row + [False] * (K - len(row)))
+        if show_misses and not any(row[:3]):
+            print_miss(probe, [sources[i["experience_id"]] for i in items[:3]], groups, tasks)
         # A question whose earlier trials include a failure: does the first answer carry it?
         failed_before = [
             e for e, g in groups.items() if g == probe.group and outcomes[e] != "success"
@@ -300,6 +306,14 @@ def recall_hits(api: Api, db: Db, data: Split, project: int) -> tuple[list[list[
         extra["lesson_first_share"] = round(lesson_carried / lesson_probes, 3)
         extra["lesson_probes"] = lesson_probes
     return hits, extra
+
+
+def print_miss(probe: Run, answer: list[list[str]], groups: dict, tasks: dict) -> None:
+    """A probe with nothing relevant in the first 3: what it asked and what came back instead."""
+    print(f"miss [{probe.group}] {probe.task[:150]}", file=sys.stderr)
+    for rank, source_ids in enumerate(answer, 1):
+        kinds = sorted({str(groups.get(s)) for s in source_ids})
+        print(f"  {rank}. {kinds} {tasks.get(source_ids[0], '?')[:120]}", file=sys.stderr)
 
 
 def baseline_hits(data: Split, ranker) -> list[list[bool]]:
@@ -386,7 +400,7 @@ def gold_figures(db: Db, projects: list[int]) -> dict:
     return agreement(pairs)
 
 
-def evaluate(site: Site, base: str, data: Split) -> tuple[dict, int]:
+def evaluate(site: Site, base: str, data: Split, show_misses: bool = False) -> tuple[dict, int]:
     key = create_key(site, data.dataset)
     api, db = Api(base, key), Db(site.data_dir)
     project = db.project_id(data.dataset)
@@ -396,7 +410,7 @@ def evaluate(site: Site, base: str, data: Split) -> tuple[dict, int]:
     review_seconds = time.monotonic() - started
     print(f"[{data.dataset}] {len(data.history)} history runs reviewed in {review_seconds:.1f} s",
           file=sys.stderr)  # fmt: skip
-    hits, extra = recall_hits(api, db, data, project)
+    hits, extra = recall_hits(api, db, data, project, show_misses)
     documents = [r.task for r in data.history]
     figures = {
         "history": len(data.history),
@@ -435,6 +449,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--slice", type=int, default=None,
                         help="HotpotQA: first N questions; WebShop: first N episodes")  # fmt: skip
     parser.add_argument("--keep", type=Path, default=None, help="data dir to keep (default: temp)")
+    parser.add_argument(
+        "--misses", action="store_true", help="print the probes with nothing relevant in the top 3"
+    )
     args = parser.parse_args(argv)
     datasets = ["hotpotqa", "webshop"] if args.dataset == "both" else [args.dataset]
     with tempfile.TemporaryDirectory(prefix="hindsight-quality-") as tmp:
@@ -448,7 +465,7 @@ def main(argv: list[str] | None = None) -> dict:
         projects = []
         try:
             for name in datasets:
-                result[name], project = evaluate(site, base, split(name, args.slice))
+                result[name], project = evaluate(site, base, split(name, args.slice), args.misses)
                 projects.append(project)
             result["gold"] = gold_figures(Db(site.data_dir), projects)
         finally:
