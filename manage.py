@@ -3,7 +3,7 @@ import os
 import sys
 
 # These talk to a running site over HTTP only: starting embedded services for them would cost
-# seconds and use nothing.
+# seconds and use nothing (bootstrap.prepare() honours HINDSIGHT_EMBEDDED=off).
 HTTP_ONLY_COMMANDS = {"mcp_proxy", "mcp_server"}
 
 
@@ -13,6 +13,9 @@ def main() -> None:
         os.environ.setdefault("HINDSIGHT_EMBEDDED", "off")
     from django.core.management import execute_from_command_line
 
+    from hindsight_site import bootstrap
+
+    bootstrap.prepare()
     execute_from_command_line(sys.argv)
 
 

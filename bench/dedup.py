@@ -31,12 +31,12 @@ def setup_django(data_dir: str) -> None:
     os.environ["HINDSIGHT_DATA_DIR"] = data_dir
     os.environ.pop("DATABASE_URL", None)
     os.environ.pop("REDIS_URL", None)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hindsight_site.settings")
     os.environ.setdefault("HINDSIGHT_LOG_LEVEL", "WARNING")
-    import django
     from django.core.management import call_command
 
-    django.setup()
+    from hindsight_site import bootstrap
+
+    bootstrap.setup_django()
     call_command("migrate", verbosity=0)
 
 

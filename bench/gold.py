@@ -84,9 +84,9 @@ def gold_runs() -> dict[str, dict]:
 
 
 def evaluate(show: list[str] | None = None) -> dict:
-    import django
+    from hindsight_site.bootstrap import setup_django
 
-    django.setup()
+    setup_django()
     from bench.datasets import hotpotqa, webshop
     from traces.review.heuristic import label_steps
 

@@ -39,11 +39,10 @@ def setup_django(data_dir: Path) -> None:
     os.environ["HINDSIGHT_DATA_DIR"] = str(data_dir)
     os.environ.pop("DATABASE_URL", None)
     os.environ.pop("REDIS_URL", None)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hindsight_site.settings")
     os.environ["HINDSIGHT_AUDIT_INGEST"] = "false"
-    import django
+    from hindsight_site import bootstrap
 
-    django.setup()
+    bootstrap.setup_django()
     from django.core.management import call_command
 
     call_command("migrate", interactive=False, verbosity=0)

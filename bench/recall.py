@@ -59,10 +59,9 @@ def texts(rng: random.Random, count: int) -> list[str]:
 
 def seed(data_dir: Path, *, experiences: int, patterns: int) -> None:
     os.environ["HINDSIGHT_DATA_DIR"] = str(data_dir)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hindsight_site.settings")
-    import django
+    from hindsight_site.bootstrap import setup_django
 
-    django.setup()
+    setup_django()
     from bench.seeding import bulk_load, experience_rows
     from experiences.embeddings import get_embedder
     from experiences.models import Experience, FailurePattern

@@ -84,10 +84,9 @@ def freshness(base: str, key: str, rng: random.Random, count: int) -> tuple[list
 
 def throughput(data_dir: Path, rng: random.Random, count: int) -> float:
     os.environ["HINDSIGHT_DATA_DIR"] = str(data_dir)  # reaches the launcher's services
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hindsight_site.settings")
-    import django
+    from hindsight_site.bootstrap import setup_django
 
-    django.setup()
+    setup_django()
     from hindsight_site.pipeline import review_trace
     from traces.models import Project
     from traces.schemas import TraceIn

@@ -12,6 +12,15 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
+@app.on_configure.connect
+def _prepare_services(sender, **kwargs) -> None:
+    """Before the app reads the Django settings (a worker, beat, or a first publish): the data
+    dir, its secret key and the services' addresses. Importing this module prepares nothing."""
+    from hindsight_site import bootstrap
+
+    bootstrap.prepare()
+
+
 @worker_ready.connect
 def _reclaim_orphaned_reviews(sender, **kwargs) -> None:
     """A (re)started worker takes back what its previous run was reviewing when it died."""

@@ -11,7 +11,8 @@ Who owns what:
   stops the server when the last one exits; Redis is started as a child and shut down at exit
   unless it was already running.
 
-This module is imported by settings, so it must not import Django models.
+This module is imported by settings (through bootstrap), so it must not import Django models;
+nothing here runs at import.
 """
 
 from __future__ import annotations
@@ -40,8 +41,13 @@ class ServiceRecord:
     redis_url: str
 
 
+def data_dir_path() -> Path:
+    """HINDSIGHT_DATA_DIR (default .hindsight), absolute; nothing is created."""
+    return Path(os.environ.get("HINDSIGHT_DATA_DIR") or ".hindsight").expanduser().resolve()
+
+
 def data_dir() -> Path:
-    path = Path(os.environ.get("HINDSIGHT_DATA_DIR") or ".hindsight").expanduser().resolve()
+    path = data_dir_path()
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -259,7 +265,7 @@ class RedisServer:
             self.process.wait()
 
 
-# ---------------------------------------------------------------- used by settings
+# ---------------------------------------------------------------- used by bootstrap.prepare()
 
 
 def resolve_urls(*, need_database: bool, need_redis: bool) -> tuple[str, str]:

@@ -24,7 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import IO
 
-from hindsight_site import embedded
+from hindsight_site import bootstrap, embedded
 from hindsight_site.env import env_int, env_str
 
 STOP_TIMEOUT = 20.0
@@ -86,24 +86,14 @@ def wait_for_site(host: str, port: int, timeout: float) -> bool:
     return False
 
 
-def read_or_create_secret(path: Path, make) -> tuple[str, bool]:
-    if path.exists():
-        return path.read_text().strip(), False
-    value = make()
-    path.write_text(value)
-    path.chmod(0o600)
-    return value, True
-
-
 def prepare_database(directory: Path) -> tuple[str, str, str]:
     """Migrate, collect static files, ensure the admin account and the demo key.
 
     Returns (admin user, admin password or a hint, demo API key).
     """
-    import django
     from django.core.management import call_command
 
-    django.setup()
+    bootstrap.setup_django()  # the services are the launcher's (in the environment by now)
     say("applying migrations")
     call_command("migrate", interactive=False, verbosity=0)
     call_command("collectstatic", interactive=False, verbosity=0)
@@ -118,7 +108,7 @@ def prepare_database(directory: Path) -> tuple[str, str, str]:
     if configured:
         password = configured
     else:
-        password, _ = read_or_create_secret(
+        password, _ = bootstrap.read_or_create_secret(
             directory / "admin-password", lambda: secrets.token_urlsafe(12)
         )
     user_model = get_user_model()

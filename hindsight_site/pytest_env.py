@@ -17,3 +17,7 @@ os.environ.pop("DATABASE_URL", None)
 os.environ.pop("REDIS_URL", None)
 # Playwright's sync API runs an event loop in the test thread.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+from hindsight_site import bootstrap  # noqa: E402 - after the data dir is chosen
+
+bootstrap.prepare()

@@ -1,32 +1,26 @@
-"""All settings come from the environment (see .env.example for every variable and default)."""
+"""All settings come from the environment (see .env.example for every variable and default).
+
+Importing this module does no I/O and starts nothing: the data dir, its secret key and the
+embedded services' addresses are prepared by the process's entry point before it is read
+(hindsight_site.bootstrap).
+"""
 
 import os
-import secrets
 import sys
 from pathlib import Path
 
 from django.utils.csp import CSP
 
-from hindsight_site import embedded
+from hindsight_site import bootstrap, embedded
 from hindsight_site.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = embedded.data_dir()
+_prepared = bootstrap.prepared()
+DATA_DIR = _prepared.data_dir
 
-
-def _secret_key() -> str:
-    # Generated once per data dir so sessions survive restarts without any set-up.
-    configured = os.environ.get("HINDSIGHT_SECRET_KEY", "").strip()
-    if configured:
-        return configured
-    path = DATA_DIR / "secret_key"
-    if not path.exists():
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
-    return path.read_text().strip()
-
-
-SECRET_KEY = _secret_key()
+# Generated once per data dir (by bootstrap.prepare) so sessions survive restarts without any
+# set-up. Empty when nothing prepared it: Django then refuses to sign anything, with a clear error.
+SECRET_KEY = os.environ.get("HINDSIGHT_SECRET_KEY", "").strip() or _prepared.secret_key
 DEBUG = env_bool("HINDSIGHT_DEBUG", False)
 ALLOWED_HOSTS = env_list("HINDSIGHT_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("HINDSIGHT_CSRF_TRUSTED_ORIGINS", [])
@@ -82,19 +76,16 @@ TEMPLATES = [
 ]
 
 # ------------------------------------------------------------------ services
-_database_url = os.environ.get("DATABASE_URL", "").strip()
-_redis_url = os.environ.get("REDIS_URL", "").strip()
-# Commands that only speak HTTP to a running site (the MCP proxy and server) set
-# HINDSIGHT_EMBEDDED=off: no database or Redis is started for them.
-_embedded = env_bool("HINDSIGHT_EMBEDDED", True)
-if _embedded and (not _database_url or not _redis_url):
-    _embedded_db, _embedded_redis = embedded.resolve_urls(
-        need_database=not _database_url, need_redis=not _redis_url
-    )
-    _database_url = _database_url or _embedded_db
-    _redis_url = _redis_url or _embedded_redis
-DATABASE_URL = _database_url or f"postgresql:///{embedded.DATABASE_NAME}"
-REDIS_URL = _redis_url or "redis://127.0.0.1:6379/0"
+# DATABASE_URL / REDIS_URL, else the embedded servers bootstrap.prepare() resolved (commands that
+# only speak HTTP to a running site, like the MCP proxy, run with HINDSIGHT_EMBEDDED=off).
+DATABASE_URL = (
+    os.environ.get("DATABASE_URL", "").strip()
+    or _prepared.database_url
+    or f"postgresql:///{embedded.DATABASE_NAME}"
+)
+REDIS_URL = (
+    os.environ.get("REDIS_URL", "").strip() or _prepared.redis_url or "redis://127.0.0.1:6379/0"
+)
 
 DATABASES = {
     "default": {
@@ -199,8 +190,7 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATIC_ROOT = DATA_DIR / "static"
-STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise warns about a missing directory
+STATIC_ROOT = DATA_DIR / "static"  # made by bootstrap.prepare (WhiteNoise warns when missing)
 STATICFILES_DIRS = [
     BASE_DIR / "static",
     # dashboard: front-end packages installed from npm by `make` (package.json), never committed
@@ -238,17 +228,6 @@ HINDSIGHT_SWEEP_INTERVAL_SECONDS = env_float("HINDSIGHT_SWEEP_INTERVAL_SECONDS",
 HINDSIGHT_AUDIT_INGEST = env_bool("HINDSIGHT_AUDIT_INGEST", True)
 # OTLP: a trace whose root span never arrives is stored once no span came for this long.
 HINDSIGHT_OTLP_IDLE_SECONDS = env_int("HINDSIGHT_OTLP_IDLE_SECONDS", 300, minimum=1)
-
-CELERY_BEAT_SCHEDULE = {
-    "enqueue-pending-traces": {
-        "task": "traces.enqueue_pending_traces",
-        "schedule": HINDSIGHT_SWEEP_INTERVAL_SECONDS,
-    },
-    "otlp-complete-idle-traces": {
-        "task": "otlp.complete_idle_traces",
-        "schedule": HINDSIGHT_SWEEP_INTERVAL_SECONDS,
-    },
-}
 
 # ------------------------------------------------------------------ review
 # "auto": the LLM reviewer when OPENAI_BASE_URL is set, else the offline heuristic reviewer.
@@ -323,10 +302,6 @@ HINDSIGHT_RECALL_KEYWORD_ROWS = env_int("HINDSIGHT_RECALL_KEYWORD_ROWS", 2000, m
 # Recall logs (what each recall returned, the agent's feedback) are kept this many days; 0 keeps
 # them forever. Beat deletes older ones daily; /stats/ looks back 30 days.
 HINDSIGHT_RECALL_LOG_DAYS = env_int("HINDSIGHT_RECALL_LOG_DAYS", 90, minimum=0)
-CELERY_BEAT_SCHEDULE["prune-recall-logs"] = {
-    "task": "experiences.prune_recall_logs",
-    "schedule": 24 * 3600,
-}
 # Warnings only for patterns seen at least this often, with arguments at least this similar.
 HINDSIGHT_WARN_MIN_OCCURRENCES = env_int("HINDSIGHT_WARN_MIN_OCCURRENCES", 2, minimum=1)
 HINDSIGHT_WARN_MIN_SIMILARITY = env_float("HINDSIGHT_WARN_MIN_SIMILARITY", 0.5, minimum=0.0)
@@ -345,12 +320,28 @@ HINDSIGHT_DEDUP_MIN_SUBSTANCE = env_float("HINDSIGHT_DEDUP_MIN_SUBSTANCE", 0.5, 
 # was down) once their wording is this old, at most this many per sweep.
 HINDSIGHT_DEDUP_SWEEP_GRACE_SECONDS = env_int("HINDSIGHT_DEDUP_SWEEP_GRACE_SECONDS", 120, minimum=1)
 HINDSIGHT_DEDUP_SWEEP_BATCH = env_int("HINDSIGHT_DEDUP_SWEEP_BATCH", 200, minimum=1)
-CELERY_BEAT_SCHEDULE["dedup-unchecked-experiences"] = {
-    "task": "experiences.dedup_due_experiences",
-    "schedule": HINDSIGHT_SWEEP_INTERVAL_SECONDS,
-}
 
 # ------------------------------------------------------------------ knowledge base
 # A rebuild runs in the worker; one that has not finished within this many seconds is stopped
 # (and shown as failed, with a Retry button).
 HINDSIGHT_KB_REBUILD_TIME_LIMIT = env_int("HINDSIGHT_KB_REBUILD_TIME_LIMIT", 1800, minimum=30)
+
+# ------------------------------------------------------------------ beat: every periodic task
+# The sweeps that make lost work due again (a publish that failed while Redis was down, a
+# trajectory whose root span never came, an experience whose dedup check was lost) and the
+# daily clean-up. A review taken by a worker that went silent is reclaimed by the first one.
+CELERY_BEAT_SCHEDULE = {
+    "enqueue-pending-traces": {
+        "task": "traces.enqueue_pending_traces",
+        "schedule": HINDSIGHT_SWEEP_INTERVAL_SECONDS,
+    },
+    "otlp-complete-idle-traces": {
+        "task": "otlp.complete_idle_traces",
+        "schedule": HINDSIGHT_SWEEP_INTERVAL_SECONDS,
+    },
+    "dedup-unchecked-experiences": {
+        "task": "experiences.dedup_due_experiences",
+        "schedule": HINDSIGHT_SWEEP_INTERVAL_SECONDS,
+    },
+    "prune-recall-logs": {"task": "experiences.prune_recall_logs", "schedule": 24 * 3600},
+}

@@ -225,3 +225,48 @@ def test_https_deployments_set_secure_cookies_hsts_and_the_proxy_header():
     assert json.loads(behind_tls.stdout.strip().splitlines()[-1]) == [
         True, True, 31536000, True, ["HTTP_X_FORWARDED_PROTO", "https"],
     ]  # fmt: skip
+
+
+# ---------------------------------------------------------------------------- no side effects
+
+
+def test_importing_the_settings_and_the_celery_app_starts_and_writes_nothing(tmp_path):
+    data_dir = tmp_path / "never-made"
+    code = (
+        "import os, json, hindsight_site.settings as s, hindsight_site.celery\n"
+        "children = os.listdir(f'/proc/{os.getpid()}/task')\n"
+        "print(json.dumps([s.DATABASE_URL, s.SECRET_KEY, str(s.DATA_DIR), len(children)]))"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**env, "HINDSIGHT_DATA_DIR": str(data_dir), "HINDSIGHT_SECRET_KEY": ""},
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    database_url, secret_key, directory, threads = json.loads(done.stdout.splitlines()[-1])
+    # No embedded PostgreSQL or Redis (both live in the data dir), no secret key file, no folder.
+    assert not data_dir.exists()
+    assert directory == str(data_dir)
+    assert database_url == "postgresql:///hindsight" and secret_key == ""
+    assert threads == 1
+
+
+def test_an_entry_point_prepares_the_data_dir_its_secret_and_the_services(tmp_path):
+    data_dir = tmp_path / "site"
+    code = (
+        "import json\n"
+        "from django.conf import settings as s\n"
+        "print(json.dumps([s.DATABASE_URL, len(s.SECRET_KEY)]))"
+    )
+    first = manage("shell", "-c", code, HINDSIGHT_DATA_DIR=str(data_dir), HINDSIGHT_SECRET_KEY="")
+    assert first.returncode == 0, first.stderr
+    database_url, key_length = json.loads(first.stdout.strip().splitlines()[-1])
+    assert str(data_dir / "postgres") in database_url or "host=" in database_url, database_url
+    assert key_length >= 40
+    secret = (data_dir / "secret_key").read_text()
+    assert (data_dir / "secret_key").stat().st_mode & 0o777 == 0o600
+    assert (data_dir / "static").is_dir()
+    again = manage("shell", "-c", code, HINDSIGHT_DATA_DIR=str(data_dir), HINDSIGHT_SECRET_KEY="")
+    assert again.returncode == 0, again.stderr
+    assert (data_dir / "secret_key").read_text() == secret  # kept: sessions survive restarts
