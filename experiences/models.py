@@ -9,7 +9,7 @@ from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import HalfVectorField, HnswIndex
 
 from traces.models import Project, Review, Trace
 
@@ -86,7 +86,9 @@ class Experience(models.Model):
     evidence_at = models.DateTimeField(default=timezone.now)
     # The embedding of the scene (`scene_text`: summary and intent), with the model that made it
     # (a model change is detected). The advice is not embedded: a reworded advice keeps its vector.
-    embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
+    # Stored as halfvec (16-bit floats): half the table and index pages of a 32-bit vector, so a
+    # library of 1M experiences stays in memory; the cosine error is ~1e-4 (test_embeddings).
+    embedding = HalfVectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True)
     version = models.PositiveIntegerField(default=1)
     # The `version` the last dedup check compared with the library (0: never). Every change of
@@ -150,7 +152,7 @@ class Experience(models.Model):
                 fields=["embedding"],
                 m=32,
                 ef_construction=128,
-                opclasses=["vector_cosine_ops"],
+                opclasses=["halfvec_cosine_ops"],
             ),
         ]
 

@@ -213,7 +213,7 @@ def candidates_sql(
     limit = max(settings.HINDSIGHT_RECALL_CANDIDATES, query.k)
     condition = " AND ".join(where)
     vector_part = (
-        f"(SELECT {columns}, embedding <=> %s::vector AS distance, 0.0::real AS keyword, "
+        f"(SELECT {columns}, embedding <=> %s::halfvec AS distance, 0.0::real AS keyword, "
         f"'vector' AS ranking FROM experiences_experience WHERE {condition} "
         f"ORDER BY distance LIMIT %s)"
     )
@@ -221,7 +221,7 @@ def candidates_sql(
         return vector_part, [vector, *params, limit]
     words, identifiers = keywords
     keyword_part = (
-        f"(SELECT {columns}, embedding <=> %s::vector AS distance, best.keyword, "
+        f"(SELECT {columns}, embedding <=> %s::halfvec AS distance, best.keyword, "
         f"'keyword' AS ranking FROM (SELECT id AS best_id, "
         f"(SELECT sum(k.idf) FROM kept_terms k WHERE search @@ k.q)::real AS keyword "
         f"FROM experiences_experience, keyword_query WHERE {condition} "

@@ -31,7 +31,7 @@ def embedding_column_resize(dimensions: int) -> None:
         cursor.execute(f'DROP INDEX IF EXISTS "{HNSW_INDEX}"')
         cursor.execute(
             "ALTER TABLE experiences_experience "
-            f"ALTER COLUMN embedding TYPE vector({int(dimensions)}) USING NULL"
+            f"ALTER COLUMN embedding TYPE halfvec({int(dimensions)}) USING NULL"
         )
         cursor.execute("UPDATE experiences_experience SET embedding_model = ''")
         hnsw_index_build()
@@ -46,7 +46,7 @@ def hnsw_index_build() -> None:
         cursor.execute(f'DROP INDEX IF EXISTS "{HNSW_INDEX}"')
         cursor.execute(
             f'CREATE INDEX "{HNSW_INDEX}" ON experiences_experience USING hnsw '
-            f"(embedding vector_cosine_ops) WITH (m = {int(index.m)}, "
+            f"(embedding {index.opclasses[0]}) WITH (m = {int(index.m)}, "
             f"ef_construction = {int(index.ef_construction)})"
         )
 
