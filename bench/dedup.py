@@ -54,7 +54,7 @@ def measure(project, library: np.ndarray, rng: np.random.Generator, probes: int,
     from experiences.models import Experience
     from experiences.services.dedup import experience_dedup
 
-    rows = experience_rows(project, probe(rng, library, probes), seed=seed)
+    rows = list(experience_rows(project, probe(rng, library, probes), seed=seed))
     Experience.objects.bulk_create(rows)  # through the index: a normal write
     timings, outcomes = [], {}
     for row in rows:

@@ -89,6 +89,7 @@ def experience_rows(
     seed: int,
     statuses=("approved",) * 7 + ("promoted",) + ("candidate",) * 2,
 ):
+    """One unsaved Experience per vector (yielded: `vectors` may be a generator of rows)."""
     from django.utils import timezone
 
     from experiences.models import Experience
@@ -96,51 +97,63 @@ def experience_rows(
 
     rng = random.Random(seed)
     now = timezone.now()
-    rows = []
     for vector in vectors:
         task = f"{rng.choice(TASKS)} on {entity(rng)} ({entity(rng)})"
         tools = rng.sample(TOOLS, rng.randint(1, 4))
         scope = rng.random()
-        rows.append(
-            Experience(
-                project=project,
-                task=task,
-                summary=task[:300],
-                keywords=keywords_of([task]),
-                task_type=rng.choice(["operation", "query", "analysis"]),
-                tools=tools,
-                environment=rng.choice(ENVIRONMENTS),
-                agent=rng.choice(AGENTS),
-                advice=f"When you handle {task}, first use {tools[0]}"
-                + (f", then {tools[1]}." if len(tools) > 1 else "."),
-                polarity="failure" if rng.random() < 0.2 else "success",
-                status=rng.choice(statuses),
-                source=rng.choice(["heuristic", "llm", "human"]),
-                scope_agents=[rng.choice(AGENTS)] if 0.8 <= scope < 0.9 else [],
-                scope_environments=["k8s"] if 0.9 <= scope < 0.95 else [],
-                scope_users=[f"user-{rng.randint(1, 50)}"] if scope >= 0.95 else [],
-                support_count=rng.randint(1, 12),
-                upvotes=rng.randint(0, 5),
-                downvotes=rng.randint(0, 2),
-                evidence_at=now - timedelta(days=rng.uniform(0, 365)),
-                embedding=vector.tolist(),
-                embedding_model="bench",
-            )
+        yield Experience(
+            project=project,
+            task=task,
+            summary=task[:300],
+            keywords=keywords_of([task]),
+            task_type=rng.choice(["operation", "query", "analysis"]),
+            tools=tools,
+            environment=rng.choice(ENVIRONMENTS),
+            agent=rng.choice(AGENTS),
+            advice=f"When you handle {task}, first use {tools[0]}"
+            + (f", then {tools[1]}." if len(tools) > 1 else "."),
+            polarity="failure" if rng.random() < 0.2 else "success",
+            status=rng.choice(statuses),
+            source=rng.choice(["heuristic", "llm", "human"]),
+            scope_agents=[rng.choice(AGENTS)] if 0.8 <= scope < 0.9 else [],
+            scope_environments=["k8s"] if 0.9 <= scope < 0.95 else [],
+            scope_users=[f"user-{rng.randint(1, 50)}"] if scope >= 0.95 else [],
+            support_count=rng.randint(1, 12),
+            upvotes=rng.randint(0, 5),
+            downvotes=rng.randint(0, 2),
+            evidence_at=now - timedelta(days=rng.uniform(0, 365)),
+            embedding=vector.tolist(),
+            embedding_model="bench",
         )
-    return rows
 
 
-def bulk_load(rows, *, batch: int = 2000, rebuild_index: bool = True) -> None:
-    """Insert experiences without the HNSW index, then build it once."""
+def bulk_load(rows, *, batch: int = 2000, rebuild_index: bool = True) -> dict:
+    """Insert experiences (an iterable, consumed `batch` at a time: a 1M library never sits in
+    memory as objects) without the HNSW index, then build it once. Returns the seconds of each
+    part and PostgreSQL's notices of the build (pgvector says when the graph outgrew
+    maintenance_work_mem, which makes the build much slower)."""
+    import time
+    from itertools import batched
+
     from django.db import connection
 
     from experiences.models import Experience
     from experiences.services.reembed import HNSW_INDEX, hnsw_index_build
 
+    began = time.perf_counter()
     with connection.cursor() as cursor:
         cursor.execute(f'DROP INDEX IF EXISTS "{HNSW_INDEX}"')
-    Experience.objects.bulk_create(rows, batch_size=batch)
+    for chunk in batched(rows, batch):
+        Experience.objects.bulk_create(chunk)
+    figures: dict = {"insert_s": round(time.perf_counter() - began, 1)}
     if rebuild_index:
+        notices: list[str] = []
+        connection.ensure_connection()
+        connection.connection.add_notice_handler(lambda d: notices.append(d.message_primary))
+        began = time.perf_counter()
         hnsw_index_build()
+        figures["index_build_s"] = round(time.perf_counter() - began, 1)
+        figures["index_build_notices"] = notices
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE experiences_experience")
+    return figures

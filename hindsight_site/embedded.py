@@ -20,7 +20,6 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import re
 import socket
 import subprocess
 import time
@@ -149,16 +148,9 @@ def write_server_settings(pgdata: Path) -> None:
     PostgreSQL's default shared_buffers (128 MB) is smaller than a 100k-experience library with
     its HNSW index (~425 MB); recall then copies index pages from the OS cache on every query.
     """
-    from django.core.exceptions import ImproperlyConfigured
+    from hindsight_site.env import env_size
 
-    from hindsight_site.env import env_str
-
-    shared_buffers = env_str("HINDSIGHT_PG_SHARED_BUFFERS", "1GB")
-    if not re.fullmatch(r"\d+(kB|MB|GB|TB)", shared_buffers):
-        raise ImproperlyConfigured(
-            "HINDSIGHT_PG_SHARED_BUFFERS must be a size such as 512MB or 1GB; "
-            f"got {shared_buffers!r}"
-        )
+    shared_buffers = env_size("HINDSIGHT_PG_SHARED_BUFFERS", "1GB")
     settings_file = pgdata / SERVER_SETTINGS_FILE
     settings_file.write_text(
         "# Written by hindsight at every start of the embedded server (HINDSIGHT_PG_*).\n"

@@ -5,6 +5,7 @@ typo in a deployment stops the process at start instead of silently using a defa
 """
 
 import os
+import re
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -50,6 +51,14 @@ def env_float(name: str, default: float, *, minimum: float | None = None) -> flo
     if minimum is not None and number < minimum:
         raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {number}")
     return number
+
+
+def env_size(name: str, default: str) -> str:
+    """A PostgreSQL memory size such as 512MB or 2GB (kB, MB, GB, TB), as written."""
+    value = env_str(name, default)
+    if not re.fullmatch(r"\d+(kB|MB|GB|TB)", value):
+        raise ImproperlyConfigured(f"{name} must be a size such as 512MB or 2GB; got {value!r}")
+    return value
 
 
 def env_bool(name: str, default: bool) -> bool:

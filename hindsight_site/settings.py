@@ -12,7 +12,7 @@ from pathlib import Path
 from django.utils.csp import CSP
 
 from hindsight_site import bootstrap, embedded
-from hindsight_site.env import env_bool, env_float, env_int, env_list, env_str
+from hindsight_site.env import env_bool, env_float, env_int, env_list, env_size, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 _prepared = bootstrap.prepared()
@@ -283,6 +283,10 @@ HINDSIGHT_RECALL_FAILURE_HALF_LIFE_DAYS = env_float(
 )
 # Score factor for experience from a different environment (flagged, not hidden).
 HINDSIGHT_RECALL_ENV_MISMATCH = env_float("HINDSIGHT_RECALL_ENV_MISMATCH", 0.6, minimum=0.0)
+# Memory for building the HNSW index in one pass (`manage.py reembed`, benchmarks): a graph that
+# outgrows it is finished on disk, many times slower. ~1.5 kB per 384-d experience (halfvec,
+# m 32): 1GB holds ~600k, a 1M library wants 2GB.
+HINDSIGHT_HNSW_BUILD_MEMORY = env_size("HINDSIGHT_HNSW_BUILD_MEMORY", "1GB")
 # Nearest neighbours fetched by the vector index before scoring.
 HINDSIGHT_RECALL_CANDIDATES = env_int("HINDSIGHT_RECALL_CANDIDATES", 40, minimum=1)
 # Items below this cosine similarity are not returned at all.

@@ -10,7 +10,6 @@ from experiences.embeddings import embed_in_batches, get_embedder
 from experiences.models import Experience
 
 HNSW_INDEX = "experiences_exp_embed_hnsw"
-HNSW_BUILD_MEMORY = "1GB"
 
 
 def embedding_column_dimensions() -> int | None:
@@ -39,10 +38,11 @@ def embedding_column_resize(dimensions: int) -> None:
 
 def hnsw_index_build() -> None:
     """(Re)build the vector index as the model declares it (m, ef_construction), with memory
-    enough to build the graph in one pass (the default 64 MB makes a 100k build ~4x slower)."""
+    enough to build the graph in one pass (HINDSIGHT_HNSW_BUILD_MEMORY; the default 64 MB makes
+    a 100k build ~4x slower)."""
     index = next(i for i in Experience._meta.indexes if i.name == HNSW_INDEX)
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"SET LOCAL maintenance_work_mem = '{HNSW_BUILD_MEMORY}'")
+        cursor.execute(f"SET LOCAL maintenance_work_mem = '{settings.HINDSIGHT_HNSW_BUILD_MEMORY}'")
         cursor.execute(f'DROP INDEX IF EXISTS "{HNSW_INDEX}"')
         cursor.execute(
             f'CREATE INDEX "{HNSW_INDEX}" ON experiences_experience USING hnsw '

@@ -15,7 +15,7 @@ import redis as redis_lib
 from django.core.exceptions import ImproperlyConfigured
 
 from hindsight_site import embedded
-from hindsight_site.env import env_bool, env_float, env_int, env_list, env_str
+from hindsight_site.env import env_bool, env_float, env_int, env_list, env_size, env_str
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,6 +51,14 @@ def test_env_int_names_the_variable_when_it_is_above_the_maximum(monkeypatch):
     monkeypatch.setenv("HINDSIGHT_HNSW_EF_SEARCH", "2000")
     with pytest.raises(ImproperlyConfigured, match="HINDSIGHT_HNSW_EF_SEARCH must be at most 1000"):
         env_int("HINDSIGHT_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)
+
+
+def test_env_size_takes_postgresql_sizes_and_names_the_variable_otherwise(monkeypatch):
+    monkeypatch.setenv("HINDSIGHT_HNSW_BUILD_MEMORY", "2GB")
+    assert env_size("HINDSIGHT_HNSW_BUILD_MEMORY", "1GB") == "2GB"
+    monkeypatch.setenv("HINDSIGHT_HNSW_BUILD_MEMORY", "2 gigs")
+    with pytest.raises(ImproperlyConfigured, match="HINDSIGHT_HNSW_BUILD_MEMORY must be a size"):
+        env_size("HINDSIGHT_HNSW_BUILD_MEMORY", "1GB")
 
 
 def test_env_float_names_the_variable_when_it_is_not_a_number(monkeypatch):
