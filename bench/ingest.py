@@ -356,6 +356,27 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if figures.get("errors") == 0 else 1
 
 
+def storage_per_step(site: Site) -> dict[str, float]:
+    """Bytes on disk per stored step (table with its TOAST, and its indexes), and how much of it
+    is raw observation text (what HINDSIGHT_OBSERVATION_RAW_RETENTION_DAYS drops)."""
+    import psycopg
+
+    record = json.loads((site.data_dir / "services.json").read_text())
+    with psycopg.connect(record["database_url"], autocommit=True) as connection:
+        connection.execute("VACUUM ANALYZE traces_step")
+        count, table, indexes, raw = connection.execute(
+            "SELECT count(*), pg_table_size('traces_step'), pg_indexes_size('traces_step'), "
+            "coalesce(sum(pg_column_size(observation_raw)), 0) FROM traces_step"
+        ).fetchone()
+    count = max(count, 1)
+    return {
+        "bytes_per_step": round((table + indexes) / count),
+        "bytes_per_step_table": round(table / count),
+        "bytes_per_step_indexes": round(indexes / count),
+        "bytes_per_step_raw_observation": round(raw / count),
+    }
+
+
 def measure(
     site: Site, warmup: list[bytes], timed: list[bytes], concurrency: int, *, pause: bool
 ) -> dict[str, Any]:
@@ -382,7 +403,10 @@ def measure(
     ceiling = steps / server_cpu * cores if server_cpu else 0.0
     print(f"server CPU         {server_cpu / batches * 1000:.0f} ms per batch; "
           f"{ceiling:.0f} steps/s if the server had all {cores} cores to itself")  # fmt: skip
+    storage = storage_per_step(site)
+    print(f"storage            {storage}", flush=True)
     return {
+        **storage,
         "steps_per_s": round(steps / seconds, 1),
         "traces_per_s": round(tally.created / seconds, 1),
         "p50_batch_ms": round(percentile(tally.latencies_ms, 50), 1),

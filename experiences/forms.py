@@ -7,6 +7,7 @@ from django import forms
 
 from experiences.models import Experience
 from experiences.selectors import ExperienceFilters
+from traces.forms import suggested_text
 from traces.models import Trace
 
 
@@ -47,9 +48,9 @@ class ExperienceFilterForm(forms.Form):
     scope = forms.ChoiceField(required=False, choices=_blank(SCOPE_CHOICES))
     polarity = forms.ChoiceField(required=False, choices=_blank(Experience.Polarity.choices))
     source = forms.ChoiceField(required=False, choices=_blank(Experience.Source.choices))
-    tool = forms.CharField(required=False, max_length=200)
-    environment = forms.CharField(required=False, max_length=100)
-    agent = forms.CharField(required=False, max_length=200)
+    tool = suggested_text("known-tools", max_length=200)
+    environment = suggested_text("known-environments", max_length=100)
+    agent = suggested_text("known-agents", max_length=200)
 
     def filters(self) -> ExperienceFilters:
         """The valid filters; an invalid field is ignored."""
@@ -62,15 +63,33 @@ class ExperienceFilterForm(forms.Form):
         return any(self.cleaned_data.values())
 
 
+# The page's <datalist>s of known values (templates/experiences/library.html#known_values).
+KNOWN_LISTS = {
+    "environments": "known-environments",
+    "agents": "known-agents",
+    "users": "known-users",
+}
+
+
+def _known_input(kind: str) -> forms.TextInput:
+    attrs = {"list": KNOWN_LISTS[kind], "autocomplete": "off", "data-known": kind}
+    return forms.TextInput(attrs=attrs)
+
+
 class ExperienceEditForm(forms.Form):
     """The advice and the scene features, as a person rewrites them."""
 
     advice = forms.CharField(max_length=5000, widget=forms.Textarea(attrs={"rows": 4}))
     task_type = forms.ChoiceField(choices=Trace.TaskType.choices, label="Task type")
-    tools = ListField()
-    environment = ListField()
+    # suggestions from the library page's <datalist>s, as in the scope fields
+    tools = ListField(
+        widget=forms.TextInput(
+            attrs={"list": "known-tools", "autocomplete": "off", "data-known": "tools"}
+        )
+    )
+    environment = ListField(widget=_known_input("environments"))
     intent = forms.CharField(required=False, max_length=500)
-    agent = forms.CharField(required=False, max_length=200)
+    agent = suggested_text("known-agents", max_length=200)
 
     def __init__(
         self, data: Mapping[str, Any] | None = None, *, experience_id: int, **kwargs: Any
@@ -93,9 +112,11 @@ class ExperienceEditForm(forms.Form):
 
 
 class ScopeForm(forms.Form):
-    environments = ListField(label="Environments")
-    agents = ListField(label="Agents")
-    users = ListField(label="Users")
+    environments = ListField(label="Environments", widget=_known_input("environments"))
+    agents = ListField(label="Agents", widget=_known_input("agents"))
+    users = ListField(label="Users", widget=_known_input("users"))
+    # The unknown values the person was warned about and saves anyway (see unknown_signature).
+    allow_unknown = forms.CharField(required=False, max_length=5000, widget=forms.HiddenInput)
 
     def __init__(
         self,
@@ -115,6 +136,18 @@ class ScopeForm(forms.Form):
             "users": experience.scope_users,
         }
         return cls(initial=initial, experience_id=experience.pk)
+
+    def scope(self) -> dict[str, list[str]]:
+        return {name: self.cleaned_data[name] for name in ("environments", "agents", "users")}
+
+    def is_unknown_allowed(self, signature: str) -> bool:
+        """True once the form was sent back with the warning about exactly these values."""
+        return bool(signature) and self.cleaned_data.get("allow_unknown") == signature
+
+
+def unknown_signature(unknown: list[Any]) -> str:
+    """The warned-about values, in a stable order: a changed value is warned about again."""
+    return "\n".join(sorted(f"{item.kind}:{item.value}" for item in unknown))
 
 
 class StatusForm(forms.Form):

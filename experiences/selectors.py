@@ -21,7 +21,7 @@ from experiences.models import (
 from experiences.services.dedup import experience_neighbours, specificity
 from traces.errors import NotFound
 from traces.models import Project
-from traces.pagination import Page, paginate_by_id
+from traces.pagination import Page, paginate_by_id, paginate_by_rank
 from traces.selectors import capped_count
 
 # The library's "scope" filter: which scope list must be non-empty.
@@ -291,14 +291,28 @@ class ProposalQueue:
     rows: list[ProposalRow]
     count: int
     is_count_capped: bool
+    start: int = 1  # the 1-based position of rows[0] among all open proposals
+    next_cursor: str | None = None
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.rows) - 1
 
 
-def proposal_queue(*, project: Project, limit: int = 20) -> ProposalQueue:
-    """Open proposals, most similar first (served by the partial index on open proposals)."""
+def proposal_queue(
+    *, project: Project, cursor: str | None = None, limit: int = 20
+) -> ProposalQueue:
+    """A page of open proposals, most similar first (served by the partial index on open
+    proposals)."""
     queryset = _proposal_queryset().filter(project=project, status=MergeProposal.Status.OPEN)
     count, capped = capped_count(queryset)
-    rows = [proposal_row(p) for p in queryset.order_by("-similarity", "pk")[:limit]]
-    return ProposalQueue(rows=rows, count=count, is_count_capped=capped)
+    page = paginate_by_rank(
+        queryset, rank="similarity", descending=True, cursor=cursor, limit=limit
+    )
+    return ProposalQueue(
+        rows=[proposal_row(p) for p in page.items], count=count, is_count_capped=capped,
+        start=page.start, next_cursor=page.next_cursor,
+    )  # fmt: skip
 
 
 def proposal_for_user(*, projects: list[Project], proposal_id: int) -> MergeProposal | None:

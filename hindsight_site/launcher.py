@@ -86,6 +86,28 @@ def wait_for_site(host: str, port: int, timeout: float) -> bool:
     return False
 
 
+# What an agent needs (the README says so); admin powers stay with people in the dashboard.
+DEMO_KEY_SCOPES = ["ingest", "recall"]
+
+
+def ensure_demo_key(directory: Path) -> str:
+    """The demo project's key, kept in `directory`/demo-api-key; a new one if it is missing or
+    no longer valid (revoked, or another database)."""
+    from traces.auth import api_key_lookup
+    from traces.services.api_keys import api_key_create, project_get_or_create
+
+    demo = project_get_or_create(name="demo")
+    key_file = directory / "demo-api-key"
+    raw = key_file.read_text().strip() if key_file.exists() else ""
+    if not raw or api_key_lookup(raw) is None:
+        raw = api_key_create(
+            project=demo, scopes=DEMO_KEY_SCOPES, name="demo (created by hindsight run)"
+        ).raw
+        key_file.write_text(raw)
+        key_file.chmod(0o600)
+    return raw
+
+
 def prepare_database(directory: Path) -> tuple[str, str, str]:
     """Migrate, collect static files, ensure the admin account and the demo key.
 
@@ -99,9 +121,6 @@ def prepare_database(directory: Path) -> tuple[str, str, str]:
     call_command("collectstatic", interactive=False, verbosity=0)
 
     from django.contrib.auth import get_user_model
-
-    from traces.auth import api_key_lookup
-    from traces.services.api_keys import api_key_create, project_get_or_create
 
     username = env_str("HINDSIGHT_ADMIN_USER", "admin")
     configured = os.environ.get("HINDSIGHT_ADMIN_PASSWORD", "").strip()
@@ -122,17 +141,7 @@ def prepare_database(directory: Path) -> tuple[str, str, str]:
     if not user.check_password(password):
         password = "(changed in the dashboard since it was generated)"
 
-    demo = project_get_or_create(name="demo")
-    key_file = directory / "demo-api-key"
-    raw = key_file.read_text().strip() if key_file.exists() else ""
-    if not raw or api_key_lookup(raw) is None:
-        raw = api_key_create(
-            project=demo,
-            scopes=["ingest", "recall", "admin"],
-            name="demo (created by hindsight run)",
-        ).raw
-        key_file.write_text(raw)
-        key_file.chmod(0o600)
+    raw = ensure_demo_key(directory)
 
     from experiences.services.reembed import experiences_to_reembed
 

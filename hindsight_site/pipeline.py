@@ -4,16 +4,15 @@ The traces app publishes these tasks by name (traces.services.review_queue).
 """
 
 import logging
-from functools import partial
 
 from celery import Task, shared_task
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from experiences.services import distill
+from experiences.services.dedup import DEDUP_TASK
 from experiences.services.keyword_stats import keyword_stats_refresh
-from experiences.tasks import dedup_experience
-from hindsight_site.publish import tasks_publish
+from hindsight_site.publish import tasks_publish, tasks_publish_on_commit
 from traces.review import service as review
 from traces.review.llm import RETRYABLE
 from traces.services import review_queue
@@ -83,12 +82,7 @@ def dedup_on_commit(experience_ids: list[int]) -> None:
     If the broker is down nothing is lost: their check stays due (`dedup_checked_version`) and
     beat's sweep sends it once Redis is back.
     """
-    if experience_ids:
-        transaction.on_commit(partial(_dedup_publish, list(experience_ids)), robust=True)
-
-
-def _dedup_publish(experience_ids: list[int]) -> None:
-    tasks_publish(dedup_experience.name, [(experience_id,) for experience_id in experience_ids])
+    tasks_publish_on_commit(DEDUP_TASK, [(experience_id,) for experience_id in experience_ids])
 
 
 @shared_task(name="hindsight.review_traces", acks_late=True, ignore_result=True)

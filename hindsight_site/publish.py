@@ -1,5 +1,9 @@
 """Publishing tasks to the broker: the one way every part of the site does it, bounded in time.
 
+Everything is sent by task name (no import of the task's module, so services never import
+their app's tasks), after the transaction that made the work commits (`tasks_publish_on_commit`)
+or at once from a task or a sweep (`tasks_publish`).
+
 Requests (ingest's hand-over, a relabel, a merge) publish work, and they must not wait on a
 broker that is down or hangs (a frozen Redis answered nothing for 5 s, the workers' socket
 timeout, on every ingest). So publishing uses its own connection whose socket waits at most
@@ -11,6 +15,8 @@ second in all. Nothing is lost when it gives up: what was not sent stays due in 
 import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+from django.db import transaction
 
 logger = logging.getLogger(__name__)
 
@@ -41,3 +47,11 @@ def tasks_publish(name: str, calls: Iterable[Sequence[Any]]) -> int:
             name, sent, len(calls), exc_info=True,
         )  # fmt: skip
     return sent
+
+
+def tasks_publish_on_commit(name: str, calls: Iterable[Sequence[Any]]) -> None:
+    """`tasks_publish` once the current transaction commits (at once outside one): work is
+    never sent for rows that were rolled back, and a broker failure never undoes the commit."""
+    calls = [tuple(args) for args in calls]
+    if calls:
+        transaction.on_commit(lambda: tasks_publish(name, calls), robust=True)

@@ -15,6 +15,7 @@ os.environ["HINDSIGHT_DATA_DIR"] = os.environ.get("HINDSIGHT_TEST_DATA_DIR") or 
 )
 os.environ.pop("DATABASE_URL", None)
 os.environ.pop("REDIS_URL", None)
+os.environ.pop("DATABASE_REPLICA_URL", None)
 # Playwright's sync API runs an event loop in the test thread.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 

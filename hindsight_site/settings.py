@@ -43,6 +43,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "hindsight_site.middleware.ApiBodyLimitMiddleware",
     "hindsight_site.outage.DatabaseOutageMiddleware",  # an unreachable database: 503, never 500
+    "hindsight_site.replica_middleware.ReplicaReadMiddleware",  # dashboard GETs: the replica
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -101,6 +102,28 @@ DATABASES = {
         },
     }
 }
+
+# ------------------------------------------------------------------ read replica
+# DATABASE_REPLICA_URL (optional): a streaming replica of DATABASE_URL. Recall's candidate query
+# and the dashboard's GET pages read it (hindsight_site.db_router); writes, migrations, the
+# recall log, the rest of the API and the worker use the primary, and a browser that just posted
+# reads the primary for HINDSIGHT_REPLICA_PIN_SECONDS (its own writes, whatever the lag).
+DATABASE_REPLICA_URL = os.environ.get("DATABASE_REPLICA_URL", "").strip()
+HINDSIGHT_REPLICA_PIN_SECONDS = env_int("HINDSIGHT_REPLICA_PIN_SECONDS", 5, minimum=0)
+if DATABASE_REPLICA_URL:
+    from typing import cast
+
+    DATABASES["replica"] = {
+        **DATABASES["default"],
+        **embedded.database_settings(DATABASE_REPLICA_URL),
+        # Same HNSW options; a replica that does not answer costs a request 2 s at most, then
+        # is left alone for a while (db_router.RETRY_SECONDS).
+        "OPTIONS": {**cast(dict, DATABASES["default"]["OPTIONS"]), "connect_timeout": 2},
+        # Tests: the replica alias is the test database itself, no second test database.
+        "TEST": {"MIRROR": "default"},
+    }
+    DATABASE_ROUTERS = ["hindsight_site.db_router.ReplicaRouter"]
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {
@@ -216,6 +239,11 @@ HINDSIGHT_MAX_STEPS = env_int("HINDSIGHT_MAX_STEPS", 2000, minimum=1)
 HINDSIGHT_MAX_BATCH = env_int("HINDSIGHT_MAX_BATCH", 500, minimum=1)
 # Raw observations are kept up to this many characters (flagged when cut).
 HINDSIGHT_OBSERVATION_RAW_CAP = env_int("HINDSIGHT_OBSERVATION_RAW_CAP", 65536, minimum=100)
+# Raw observations of reviewed trajectories are dropped this many days after they were stored
+# (the summaries stay; audited; 0 keeps them forever). Beat checks daily.
+HINDSIGHT_OBSERVATION_RAW_RETENTION_DAYS = env_int(
+    "HINDSIGHT_OBSERVATION_RAW_RETENTION_DAYS", 0, minimum=0
+)
 # Characters of an observation kept in its summary (error lines are always kept).
 HINDSIGHT_OBSERVATION_SUMMARY_CHARS = env_int(
     "HINDSIGHT_OBSERVATION_SUMMARY_CHARS", 300, minimum=20
@@ -348,4 +376,8 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": HINDSIGHT_SWEEP_INTERVAL_SECONDS,
     },
     "prune-recall-logs": {"task": "experiences.prune_recall_logs", "schedule": 24 * 3600},
+    "drop-old-raw-observations": {
+        "task": "traces.drop_old_raw_observations",
+        "schedule": 24 * 3600,
+    },
 }

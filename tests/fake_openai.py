@@ -60,6 +60,10 @@ class FakeOpenAI:
         self.script: deque[str] = deque()
         self.default = "ok"
         self.delay = 0.0
+        # Cleared: an embedding request waits (up to 30 s) until it is set again, so a test can
+        # act while a request is in flight.
+        self.embedding_gate = threading.Event()
+        self.embedding_gate.set()
         self.chat_requests: list[dict[str, Any]] = []
         self.embedding_requests: list[dict[str, Any]] = []
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -111,6 +115,7 @@ class FakeOpenAI:
                     self._send(404, {"error": {"message": "not found"}})
 
             def _embeddings(self, body: dict[str, Any]) -> None:
+                fake.embedding_gate.wait(30)
                 texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
                 data = []
                 for i, text in enumerate(texts):

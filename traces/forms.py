@@ -1,10 +1,12 @@
 """Dashboard forms: list filters parsed from the query string, relabel, settings."""
 
 from datetime import date, datetime, time, timedelta
+from typing import Any, cast
 
 from django import forms
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.utils import timezone
 
 from traces.models import ApiKey, Membership, Step, Trace
@@ -15,9 +17,20 @@ def _blank(choices: list[tuple[str, str]], label: str = "any") -> list[tuple[str
     return [("", label), *choices]
 
 
+def suggested_text(list_id: str, *, max_length: int) -> forms.CharField:
+    """An optional free-text field suggesting the page's `<datalist id=list_id>` values."""
+    return forms.CharField(
+        required=False,
+        max_length=max_length,
+        widget=forms.TextInput(attrs={"list": list_id, "autocomplete": "off"}),
+    )
+
+
 class TraceFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=200, label="Search the task")
-    agent = forms.CharField(required=False, max_length=200)
+    # Suggestions from the page's <datalist>s (templates/traces/list.html); a part of a value
+    # is enough ("gpt" finds "gpt-4o-mini"), any case.
+    agent = suggested_text("known-agents", max_length=200)
     outcome = forms.ChoiceField(required=False, choices=_blank(Trace.Outcome.choices))
     review_status = forms.ChoiceField(
         required=False, choices=_blank(Trace.ReviewStatus.choices), label="Review status"
@@ -27,8 +40,8 @@ class TraceFilterForm(forms.Form):
         choices=_blank([*Step.LabelSource.choices, ("none", "no labels")]),
         label="Labels by",
     )
-    environment = forms.CharField(required=False, max_length=100)
-    tool = forms.CharField(required=False, max_length=200)
+    environment = suggested_text("known-environments", max_length=100)
+    tool = suggested_text("known-tools", max_length=200)
     task_type = forms.ChoiceField(
         required=False, choices=_blank(Trace.TaskType.choices), label="Task type"
     )
@@ -51,6 +64,7 @@ class TraceFilterForm(forms.Form):
             since=_day_start(data.get("since")),
             until=_day_start(data.get("until"), days_after=1),
             q=data.get("q") or None,
+            is_partial=True,  # "gpt" finds "gpt-4o-mini" here; the API stays exact
         )
 
     def selected_label_source(self) -> str | None:
@@ -84,13 +98,34 @@ class RelabelForm(forms.Form):
 
 
 class AuditFilterForm(forms.Form):
-    action = forms.CharField(required=False, max_length=64)
-    object_type = forms.CharField(required=False, max_length=64, label="Object type")
+    # Pickers of the values the project's log holds; still plain text underneath, so an older
+    # link with an action prefix ("?action=member") keeps filtering (it is added as an option).
+    action = forms.CharField(required=False, max_length=64, widget=forms.Select)
+    object_type = forms.CharField(
+        required=False, max_length=64, label="Object type", widget=forms.Select
+    )
     actor = forms.CharField(required=False, max_length=150, label="Who (username)")
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(
         required=False, widget=forms.DateInput(attrs={"type": "date"}), label="Until (incl.)"
     )
+
+    def __init__(
+        self,
+        data: Any = None,
+        *,
+        actions: list[str] | None = None,
+        object_types: list[str] | None = None,
+    ) -> None:
+        super().__init__(data)
+        for name, known, label in (
+            ("action", actions or [], "any action"),
+            ("object_type", object_types or [], "any type"),
+        ):
+            chosen = (self.data.get(name) or "").strip()[:64] if self.data else ""
+            values = sorted({*known, chosen} - {""})
+            widget = cast(forms.Select, self.fields[name].widget)  # declared above
+            widget.choices = [("", label), *((v, v) for v in values)]
 
     def values(self) -> dict:
         self.is_valid()
@@ -116,6 +151,23 @@ class ApiKeyForm(forms.Form):
 class MemberAddForm(forms.Form):
     username = forms.CharField(max_length=150)
     role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.REVIEWER)
+
+
+class MemberCreateForm(forms.Form):
+    """A new account made by a project admin, who hands its one-time password over."""
+
+    username = forms.CharField(
+        max_length=150,
+        validators=[UnicodeUsernameValidator()],
+        help_text="Letters, digits and @ . + - _ only.",
+    )
+    email = forms.EmailField(required=False, max_length=254)
+    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.REVIEWER)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # its own ids: the page also has the "add an existing account" form
+        kwargs.setdefault("auto_id", "new-member-%s")
+        super().__init__(*args, **kwargs)
 
 
 class MemberRoleForm(forms.Form):

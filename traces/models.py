@@ -10,6 +10,9 @@ from django.db.models import F, Q
 
 class Project(models.Model):
     name = models.SlugField(max_length=64, unique=True)
+    # What reviewers should know when they work the review queue; written by a project admin,
+    # shown as plain text on /queue/.
+    review_guidelines = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -137,6 +140,9 @@ class Trace(models.Model):
     # experiences_derived_at. Beat re-derives traces where the first is newer (a lost task).
     labels_changed_at = models.DateTimeField(null=True, blank=True)
     experiences_derived_at = models.DateTimeField(null=True, blank=True)
+    # When its steps' raw observations were dropped after the retention time (summaries stay;
+    # traces.services.retention). Null: the raw text is kept.
+    observations_raw_dropped_at = models.DateTimeField(null=True, blank=True)
     step_count = models.PositiveIntegerField(default=0)
     tool_call_count = models.PositiveIntegerField(default=0)
     error_count = models.PositiveIntegerField(default=0)
@@ -192,6 +198,13 @@ class Trace(models.Model):
                 fields=["review_status", "review_status_at"],
                 condition=Q(review_status__in=["pending", "queued", "reviewing"]),
                 name="traces_trace_sweep",
+            ),
+            # Retention: reviewed traces still holding raw observations, oldest first.
+            models.Index(
+                fields=["created_at"],
+                condition=Q(observations_raw_dropped_at__isnull=True)
+                & Q(review_status__in=["reviewed", "skipped"]),
+                name="traces_trace_raw_due",
             ),
             # environment/tool filters: `environment @> ARRAY[...]`, `tools @> ARRAY[...]`.
             GinIndex(fields=["environment"], name="traces_trace_environment_gin"),

@@ -3,7 +3,7 @@
 import base64
 from dataclasses import dataclass
 
-from django.db.models import Model, QuerySet
+from django.db.models import Model, Q, QuerySet
 
 from traces.errors import InvalidInput
 
@@ -37,3 +37,61 @@ def paginate_by_id[M: Model](queryset: QuerySet[M], *, cursor: str | None, limit
     has_more = len(rows) > limit
     rows = rows[:limit]
     return Page(items=rows, next_cursor=encode_cursor(rows[-1].pk) if has_more and rows else None)
+
+
+# ---------------------------------------------------------------------------- keyset on a rank
+# Work lists (the review queue, the merge queue) are read most urgent first, not newest first:
+# the same keyset idea on (rank, id), with the position of the page carried in the cursor so the
+# page can say "21–40 of N" without counting what lies before it.
+
+
+@dataclass(frozen=True)
+class RankedPage[M: Model]:
+    items: list[M]
+    next_cursor: str | None
+    start: int  # the 1-based position of items[0] in the whole list
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.items) - 1
+
+
+def encode_rank_cursor(*, rank: float, last_id: int, shown: int) -> str:
+    text = f"rank:{float(rank)!r}:{last_id}:{shown}"
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def decode_rank_cursor(cursor: str) -> tuple[float, int, int]:
+    """(rank, last id, rows shown before) of a cursor made by encode_rank_cursor."""
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        kind, rank, last_id, shown = base64.urlsafe_b64decode(padded).decode().split(":")
+        if kind != "rank":
+            raise ValueError(kind)
+        value = float(rank)
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(rank)
+        return value, int(last_id), max(int(shown), 0)
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidInput("cursor is not valid; pass the next_cursor of a previous page") from None
+
+
+def paginate_by_rank[M: Model](
+    queryset: QuerySet[M], *, rank: str, descending: bool, cursor: str | None, limit: int
+) -> RankedPage[M]:
+    """Ordered by `rank` (a field or annotation, never null), then id; one extra row tells
+    whether a next page exists."""
+    shown = 0
+    if cursor:
+        value, last_id, shown = decode_rank_cursor(cursor)
+        beyond = f"{rank}__lt" if descending else f"{rank}__gt"
+        queryset = queryset.filter(Q(**{beyond: value}) | Q(**{rank: value, "pk__gt": last_id}))
+    rows = list(queryset.order_by(f"-{rank}" if descending else rank, "pk")[: limit + 1])
+    has_more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = (
+        encode_rank_cursor(rank=getattr(rows[-1], rank), last_id=rows[-1].pk, shown=shown + limit)
+        if has_more and rows
+        else None
+    )
+    return RankedPage(items=rows, next_cursor=next_cursor, start=shown + 1)

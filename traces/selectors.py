@@ -3,15 +3,30 @@
 import difflib
 import json
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.contrib.postgres.search import SearchQuery
-from django.db.models import Case, Count, Exists, OuterRef, Prefetch, QuerySet, When
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    Func,
+    IntegerField,
+    Min,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    TextField,
+    Value,
+    When,
+)
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -26,7 +41,7 @@ from traces.models import (
     Step,
     Trace,
 )
-from traces.pagination import Page, paginate_by_id
+from traces.pagination import Page, RankedPage, paginate_by_id, paginate_by_rank
 from traces.templatetags.hindsight import reveal
 
 
@@ -42,6 +57,9 @@ class TraceFilters:
     until: datetime | None = None
     q: str | None = None
     is_complete: bool | None = None
+    # The dashboard's filters: agent, environment and tool match a case-insensitive part of
+    # the value ("gpt" finds "gpt-4o-mini"). The API keeps exact values (its contract).
+    is_partial: bool = False
 
 
 def task_search_query(text: str) -> SearchQuery | None:
@@ -52,7 +70,26 @@ def task_search_query(text: str) -> SearchQuery | None:
     return SearchQuery(" & ".join(f"{w}:*" for w in words), config="simple", search_type="raw")
 
 
+def _array_text(field: str) -> Func:
+    # The elements joined by a unit separator, which no typed filter contains (see below).
+    return Func(F(field), Value("\x1f"), function="array_to_string", output_field=TextField())
+
+
 def trace_filter(queryset: QuerySet[Trace], filters: TraceFilters) -> QuerySet[Trace]:
+    if filters.is_partial:
+        # A part of a value, any case: a scan of the project's rows (the GIN indexes serve
+        # exact elements only), paid by the dashboard's keyset page, never by the API.
+        for name, field in (("agent", "agent"), ("environment", "environment"), ("tool", "tools")):
+            part = (getattr(filters, name) or "").replace("\x1f", "").strip()
+            if not part:
+                continue
+            if field == "agent":
+                queryset = queryset.filter(agent__icontains=part)
+            else:
+                queryset = queryset.alias(**{f"{field}_text": _array_text(field)}).filter(
+                    **{f"{field}_text__icontains": part}
+                )
+        filters = replace(filters, agent=None, environment=None, tool=None)
     if filters.agent:
         queryset = queryset.filter(agent=filters.agent)
     if filters.outcome:
@@ -382,65 +419,304 @@ def step_for_trace(*, trace: Trace, index: int) -> Step | None:
     return step_decorate(step)
 
 
+# ------------------------------------------------------------------------- inspector: reading aids
+
+STEP_FILTERS = ("tools", "errors", "mine")  # ?show= of the inspector; "" shows every step
+
+
+def step_is_own_change(step: Step, *, user: User) -> bool:
+    """The step's current label is one `user` set by judging the step ("my changes").
+
+    A label confirmed wholesale ("Accept all", "Finish & next") is the machine's, not a change.
+    """
+    return (
+        bool(step.label)
+        and step.label_source == Step.LabelSource.HUMAN
+        and step.labelled_by_id == user.pk
+        and not step.is_accepted_as_is
+    )
+
+
+@dataclass(frozen=True)
+class StepOverview:
+    """Counts for the inspector's step filters and the targets of its jump links."""
+
+    total: int
+    tool_calls: int
+    errors: int
+    own_changes: int
+    first_error: int | None
+    first_unlabelled: int | None
+
+
+def steps_mark_for_reading(steps: list[Step], *, user: User) -> StepOverview:
+    """Mark each step with `repeats_index` (the first earlier step with the same text: a repeated
+    prompt) and `is_own_change`; no query, the steps are already loaded."""
+    first_with: dict[str, int] = {}
+    own_changes = 0
+    for step in steps:
+        first = first_with.setdefault(step.content, step.index) if step.content else step.index
+        step.repeats_index = first if first != step.index else None  # type: ignore[attr-defined]
+        is_own = step_is_own_change(step, user=user)
+        step.is_own_change = is_own  # type: ignore[attr-defined]
+        own_changes += is_own
+    return StepOverview(
+        total=len(steps),
+        tool_calls=sum(1 for s in steps if s.kind == Step.Kind.TOOL_CALL),
+        errors=sum(1 for s in steps if s.is_error),
+        own_changes=own_changes,
+        first_error=next((s.index for s in steps if s.is_error), None),
+        first_unlabelled=next((s.index for s in steps if not s.label), None),
+    )
+
+
+def step_mark_for_reading(step: Step, *, user: User) -> Step:
+    """`steps_mark_for_reading` for one step re-rendered alone (after a relabel): one query."""
+    earlier = Step.objects.filter(trace_id=step.trace_id, index__lt=step.index)
+    first = (
+        earlier.filter(content=step.content).order_by("index").values_list("index", flat=True)
+        if step.content
+        else earlier.none()
+    ).first()
+    step.repeats_index = first  # type: ignore[attr-defined]
+    step.is_own_change = step_is_own_change(step, user=user)  # type: ignore[attr-defined]
+    return step
+
+
+def reviews_drop_repeats(reviews: list[Review]) -> None:
+    """Show each goal, key decision, improvement and experience once across a trace's reviews:
+    local reviews repeat the full review's. `repeats_left_out` counts what a review lost."""
+    seen: set[tuple[str, str]] = set()
+
+    def first_time(part: str, text: str) -> bool:
+        key = (part, " ".join(text.split()).casefold())
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
+    for review in reviews:
+        lines = {
+            "decision_lines": getattr(review, "decision_lines", []),
+            "improvement_lines": getattr(review, "improvement_lines", []),
+        }
+        kept = {name: [x for x in found if first_time(name, x)] for name, found in lines.items()}
+        left_out = sum(len(lines[name]) - len(kept[name]) for name in lines)
+        for name, found in kept.items():
+            setattr(review, name, found)
+        review.is_goal_repeated = bool(review.goal) and not first_time("goal", review.goal)  # type: ignore[attr-defined]
+        review.is_experience_repeated = bool(review.experience) and not first_time(  # type: ignore[attr-defined]
+            "experience", review.experience
+        )
+        left_out += review.is_goal_repeated + review.is_experience_repeated  # type: ignore[attr-defined]
+        review.repeats_left_out = left_out  # type: ignore[attr-defined]
+
+
 # ---------------------------------------------------------------------------- dashboard: queue
 
 
 class QueueReason:
-    CORRECTED = 0  # a person already corrected a label here: machine and human disagreed
-    HEURISTIC = 1  # labelled by the offline heuristic reviewer
-    LOW_CONFIDENCE = 2
-    UNCHECKED = 3  # machine labels never checked by a person
+    """Why a trajectory waits where it does in the queue: its priority, lowest first."""
 
-    TEXT = {
-        CORRECTED: "a person corrected a label; the rest is unchecked",
-        HEURISTIC: "heuristic labels",
-        LOW_CONFIDENCE: "low-confidence labels",
-        UNCHECKED: "never checked by a person",
+    DISAGREEMENT = 0  # a person changed a label the machine set: the others are doubtful too
+    LOW_CONFIDENCE = 1  # the reviewer itself was unsure of some steps
+    UNCHECKED = 2  # machine labels nobody has looked at yet
+
+    # The `why` filter of /queue/ names them by these slugs.
+    SLUGS = {DISAGREEMENT: "disagreement", LOW_CONFIDENCE: "low-confidence", UNCHECKED: "unchecked"}
+    TITLES = {
+        DISAGREEMENT: "Disagreement",
+        LOW_CONFIDENCE: "Low confidence",
+        UNCHECKED: "Never reviewed",
     }
 
+    @classmethod
+    def from_slug(cls, slug: str) -> int | None:
+        return next((value for value, name in cls.SLUGS.items() if name == slug), None)
 
-def queue_candidates(*, project: Project, user: User | None = None) -> QuerySet[Trace]:
+
+def queue_candidates(
+    *, project: Project, user: User | None = None, include_held: bool = False
+) -> QuerySet[Trace]:
     """Complete traces with machine labels no person has confirmed yet, most urgent first.
 
-    Traces another reviewer holds with a live claim are left out; a lapsed claim holds nothing.
+    Traces another reviewer holds with a live claim are left out (unless `include_held`, for
+    the overview that shows who holds them); a lapsed claim holds nothing.
     """
     now = timezone.now()
     machine = Step.objects.filter(
         trace=OuterRef("pk"), label_source__in=MACHINE_LABEL_SOURCES
     ).exclude(label="")
-    held = ReviewClaim.objects.filter(
-        trace=OuterRef("pk"), finished_at__isnull=True, released_at__isnull=True,
-        expires_at__gt=now,
-    )  # fmt: skip
-    if user is not None:
-        held = held.exclude(user=user)
+    # "Accept all" marks steps human too, but that is a confirmation, not a disagreement.
+    changed = Step.objects.filter(
+        trace=OuterRef("pk"), label_source=Step.LabelSource.HUMAN, is_accepted_as_is=False
+    )
     low = settings.HINDSIGHT_LOW_CONFIDENCE
-    return (
+    candidates = (
         Trace.objects.filter(project=project, completed_at__isnull=False)
         .filter(Exists(machine))
-        .exclude(Exists(held))
         .annotate(
             priority=Case(
-                When(_steps_with_source(Step.LabelSource.HUMAN), then=QueueReason.CORRECTED),
-                When(_steps_with_source(Step.LabelSource.HEURISTIC), then=QueueReason.HEURISTIC),
+                When(Exists(changed), then=QueueReason.DISAGREEMENT),
                 When(
                     Exists(machine.filter(label_confidence__lt=low)),
                     then=QueueReason.LOW_CONFIDENCE,
                 ),
                 default=QueueReason.UNCHECKED,
+                output_field=IntegerField(),
             )
         )
         .order_by("priority", "pk")
     )
+    if not include_held:
+        held = ReviewClaim.objects.filter(
+            trace=OuterRef("pk"), finished_at__isnull=True, released_at__isnull=True,
+            expires_at__gt=now,
+        )  # fmt: skip
+        if user is not None:
+            held = held.exclude(user=user)
+        candidates = candidates.exclude(Exists(held))
+    return candidates
 
 
-def queue_overview(*, project: Project, user: User, limit: int = 20) -> dict[str, Any]:
-    candidates = queue_candidates(project=project, user=user)
-    rows = list(candidates.only(*LIST_COLUMNS)[:limit])
-    for row in rows:
-        row.reason = QueueReason.TEXT[row.priority]  # type: ignore[attr-defined]
-    count, capped = capped_count(candidates.values("pk"))
-    return {"items": rows, "count": count, "is_count_capped": capped}
+@dataclass(frozen=True)
+class QueueFilters:
+    agent: str | None = None
+    outcome: str | None = None
+    why: int | None = None  # a QueueReason value
+
+    @property
+    def is_filtered(self) -> bool:
+        return bool(self.agent or self.outcome or self.why is not None)
+
+
+@dataclass(frozen=True)
+class QueueProgress:
+    """What the signed-in reviewer finished, against what is waiting."""
+
+    this_session: int
+    today: int
+    waiting: int
+    is_waiting_capped: bool
+
+
+@dataclass(frozen=True)
+class QueuePage:
+    page: RankedPage[Trace]
+    count: int  # of the filtered queue
+    is_count_capped: bool
+    progress: QueueProgress
+    agents: list[str]
+
+
+def _percent(value: float) -> str:
+    return f"{round(100 * value)} %"
+
+
+def _queue_why(trace: Trace, parts: Mapping[str, Any]) -> str:
+    """The sentence behind a row's priority, from the counts of its steps."""
+    machine = parts.get("machine", 0)
+    unchecked = f"{machine} machine label{'s' if machine != 1 else ''} unchecked"
+    if trace.priority == QueueReason.DISAGREEMENT:  # type: ignore[attr-defined]
+        changed = parts.get("changed", 0)
+        return f"a person changed {changed} label{'s' if changed != 1 else ''}; {unchecked}"
+    if trace.priority == QueueReason.LOW_CONFIDENCE:  # type: ignore[attr-defined]
+        threshold = _percent(settings.HINDSIGHT_LOW_CONFIDENCE)
+        lowest = parts.get("lowest")
+        lowest_text = f" (lowest {_percent(lowest)})" if lowest is not None else ""
+        return (
+            f"{parts.get('low', 0)} of {machine} labels under {threshold} confidence{lowest_text}"
+        )
+    return f"no person has looked at it: {unchecked}"
+
+
+def _decorate_queue_rows(traces: list[Trace]) -> None:
+    """Why, and who holds it, for a page of the queue: two queries whatever the page size."""
+    ids = [t.pk for t in traces]
+    machine = Q(label_source__in=MACHINE_LABEL_SOURCES) & ~Q(label="")
+    low = settings.HINDSIGHT_LOW_CONFIDENCE
+    counts = {
+        row["trace_id"]: row
+        for row in Step.objects.filter(trace_id__in=ids)
+        .values("trace_id")
+        .annotate(
+            machine=Count("pk", filter=machine),
+            low=Count("pk", filter=machine & Q(label_confidence__lt=low)),
+            lowest=Min("label_confidence", filter=machine),
+            changed=Count(
+                "pk", filter=Q(label_source=Step.LabelSource.HUMAN, is_accepted_as_is=False)
+            ),
+        )
+        .order_by()
+    }
+    claims = {
+        claim.trace_id: claim
+        for claim in ReviewClaim.objects.filter(
+            trace_id__in=ids,
+            finished_at__isnull=True,
+            released_at__isnull=True,
+            expires_at__gt=timezone.now(),
+        ).select_related("user")  # fmt: skip
+    }
+    for trace in traces:
+        trace.why_title = QueueReason.TITLES[trace.priority]  # type: ignore[attr-defined]
+        trace.why = _queue_why(trace, counts.get(trace.pk, {}))  # type: ignore[attr-defined]
+        trace.claim = claims.get(trace.pk)  # type: ignore[attr-defined]
+
+
+def queue_progress(*, project: Project, user: User, waiting: int, capped: bool) -> QueueProgress:
+    """Trajectories the user finished from the queue since signing in, and since midnight."""
+    midnight = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
+    session_start = user.last_login or midnight
+    done = ReviewClaim.objects.filter(
+        project=project, user=user, finished_at__gte=min(midnight, session_start)
+    ).aggregate(
+        this_session=Count("pk", filter=Q(finished_at__gte=session_start)),
+        today=Count("pk", filter=Q(finished_at__gte=midnight)),
+    )
+    return QueueProgress(
+        this_session=done["this_session"], today=done["today"], waiting=waiting,
+        is_waiting_capped=capped,
+    )  # fmt: skip
+
+
+QUEUE_AGENTS_SHOWN = 100
+
+
+def queue_page(
+    *, project: Project, user: User, filters: QueueFilters, cursor: str | None, limit: int = 20
+) -> QueuePage:
+    """One page of the review queue (held traces included, with their holder), its size and
+    the reviewer's progress."""
+    queue = queue_candidates(project=project, user=user, include_held=True)
+    matching = queue
+    if filters.agent:
+        matching = matching.filter(agent=filters.agent)
+    if filters.outcome:
+        matching = matching.filter(outcome=filters.outcome)
+    if filters.why is not None:
+        matching = matching.filter(Q(priority=filters.why))  # an annotation
+    page = paginate_by_rank(
+        matching.only(*LIST_COLUMNS), rank="priority", descending=False, cursor=cursor, limit=limit
+    )
+    _decorate_queue_rows(page.items)
+    count, capped = capped_count(matching.values("pk"))
+    waiting, waiting_capped = (
+        capped_count(queue.values("pk")) if filters.is_filtered else (count, capped)
+    )
+    agents = list(
+        Trace.objects.filter(project=project)  # the (project, agent) index
+        .order_by("agent")
+        .values_list("agent", flat=True)
+        .distinct()[:QUEUE_AGENTS_SHOWN]
+    )
+    return QueuePage(
+        page=page,
+        count=count,
+        is_count_capped=capped,
+        progress=queue_progress(project=project, user=user, waiting=waiting, capped=waiting_capped),
+        agents=agents,
+    )
 
 
 def claim_open_for(*, user: User, project: Project | None = None) -> ReviewClaim | None:
@@ -508,8 +784,92 @@ def _signature(step: Step) -> str:
     return f"{step.kind}:{step.tool}"
 
 
+# A text longer than this shows a preview, and the whole (with its diff) one click away.
+COMPARE_PREVIEW_CHARS = 300
+# Word diffs beyond this many tokens a side are skipped (difflib is quadratic at worst): the
+# texts are then shown whole, the row still marked as differing.
+WORD_DIFF_MAX_TOKENS = 4000
+_TOKENS_RE = re.compile(r"\s+|\w+|[^\w\s]")
+
+
+@dataclass(frozen=True)
+class CompareText:
+    """One field of one step in the comparison: its parts (kind: same / del / ins), and a
+    preview when it is long."""
+
+    parts: list[tuple[str, str]]
+    preview: str
+    length: int
+
+    @property
+    def differs(self) -> bool:
+        return any(kind != "same" for kind, _ in self.parts)
+
+
+def word_diff(one: str, two: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Two texts as parts: what both share ("same"), what only the first has ("del"), what only
+    the second has ("ins"). Tokens are words, runs of spaces and single punctuation marks."""
+    left, right = _TOKENS_RE.findall(one), _TOKENS_RE.findall(two)
+    if one == two or max(len(left), len(right)) > WORD_DIFF_MAX_TOKENS:
+        return [("same", one)], [("same" if one == two else "ins", two)]
+    matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
+    first: list[tuple[str, str]] = []
+    second: list[tuple[str, str]] = []
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            first.append(("same", "".join(left[i1:i2])))
+            second.append(("same", "".join(right[j1:j2])))
+            continue
+        if i2 > i1:
+            first.append(("del", "".join(left[i1:i2])))
+        if j2 > j1:
+            second.append(("ins", "".join(right[j1:j2])))
+    return _joined(first), _joined(second)
+
+
+def _joined(parts: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Neighbouring parts of one kind as one; a lone run of spaces between two changes joins
+    them, so "a b c" replaced by "x y z" reads as one change, not three."""
+    out: list[tuple[str, str]] = []
+    for kind, text in parts:
+        if out and (
+            out[-1][0] == kind or (kind == "same" and not text.strip() and out[-1][0] != "same")
+        ):
+            out[-1] = (out[-1][0], out[-1][1] + text)
+        else:
+            out.append((kind, text))
+    return out
+
+
+def _preview(text: str, limit: int = COMPARE_PREVIEW_CHARS) -> str:
+    if len(text) <= limit:
+        return ""
+    cut = text[:limit]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip() + "…"
+
+
+def _compare_texts(one: Step | None, two: Step | None) -> dict[str, dict[str, CompareText]]:
+    """The arguments, content and observation of an aligned pair, word-diffed when both exist."""
+    sides: dict[str, dict[str, CompareText]] = {"left": {}, "right": {}}
+    for name in ("arguments_json", "content", "observation"):
+        a = reveal(getattr(one, name, "") or "") if one is not None else ""
+        b = reveal(getattr(two, name, "") or "") if two is not None else ""
+        if one is not None and two is not None:
+            left, right = word_diff(a, b) if a and b else ([("del", a)], [("ins", b)])
+        else:
+            left, right = [("same", a)], [("same", b)]
+        for side, text, parts in (("left", a, left), ("right", b, right)):
+            if text:
+                sides[side][name] = CompareText(
+                    parts=parts, preview=_preview(text), length=len(text)
+                )
+    return sides
+
+
 def steps_aligned(a: Trace, b: Trace) -> list[dict[str, Any]]:
-    """The steps of two traces side by side, aligned on (kind, tool) like a diff of two files."""
+    """The steps of two traces side by side, aligned on (kind, tool) like a diff of two files;
+    the texts of an aligned pair are word-diffed."""
     left, right = list(a.steps.all()), list(b.steps.all())
     matcher = difflib.SequenceMatcher(
         None, [_signature(s) for s in left], [_signature(s) for s in right], autojunk=False
@@ -520,17 +880,56 @@ def steps_aligned(a: Trace, b: Trace) -> list[dict[str, Any]]:
             one = left[i1 + offset] if i1 + offset < i2 else None
             two = right[j1 + offset] if j1 + offset < j2 else None
             same_action = one is not None and two is not None and _signature(one) == _signature(two)
+            texts = _compare_texts(one, two)
             rows.append({
                 "left": one,
                 "right": two,
+                "left_texts": texts["left"],
+                "right_texts": texts["right"],
                 "same_action": same_action,
                 "differs": not same_action or (
                     one.arguments != two.arguments  # type: ignore[union-attr]
                     or one.is_error != two.is_error  # type: ignore[union-attr]
                     or one.label != two.label  # type: ignore[union-attr]
+                    or any(t.differs for t in texts["left"].values())
+                    or any(t.differs for t in texts["right"].values())
                 ),
             })  # fmt: skip
     return rows
+
+
+_RUN_SUFFIX_RE = re.compile(r"[-_.:/#\s]*(?:run|attempt|try|retry|take)?[-_.:#]?\d+$", re.I)
+OTHER_RUNS_SHOWN = 20
+
+
+def external_id_stem(external_id: str) -> str:
+    """The run id without its last number ("deploy-web-attempt-3" → "deploy-web"): runs of one
+    task often share it. Empty when there is no number to drop or too little is left."""
+    stem = _RUN_SUFFIX_RE.sub("", external_id)
+    return stem if stem != external_id and len(stem) >= 4 else ""
+
+
+def trace_other_runs(*, trace: Trace, limit: int = OTHER_RUNS_SHOWN) -> list[Trace]:
+    """Other trajectories of the same task in the trace's project: the same task text, or a run
+    id of the same stem. A different outcome first (where they parted is the interesting part),
+    then newest. Each carries `match`: why it is suggested."""
+    project_traces = Trace.objects.filter(project_id=trace.project_id).exclude(pk=trace.pk)
+    found: dict[int, Trace] = {}
+    query = task_search_query(trace.task)
+    if query is not None:  # the GIN index on the task narrows, the equality decides
+        same_task = project_traces.filter(task_search=query, task=trace.task)
+        for other in same_task.only(*LIST_COLUMNS).order_by("-pk")[: limit * 2]:
+            other.match = "same task"  # type: ignore[attr-defined]
+            found[other.pk] = other
+    stem = external_id_stem(trace.external_id)
+    if stem:
+        similar = project_traces.filter(external_id__startswith=stem).exclude(pk__in=list(found))
+        for other in similar.only(*LIST_COLUMNS).order_by("-pk")[: limit * 5]:
+            if external_id_stem(other.external_id) == stem:
+                other.match = "run id like this one"  # type: ignore[attr-defined]
+                found[other.pk] = other
+    ranked = sorted(found.values(), key=lambda t: (t.outcome == trace.outcome, -t.pk))
+    return ranked[:limit]
 
 
 # ---------------------------------------------------------------------------- dashboard: stats

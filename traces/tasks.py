@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from traces.services import review_queue
+from traces.services import retention, review_queue
 
 
 @shared_task(name="traces.enqueue_pending_traces", acks_late=True, ignore_result=True)
@@ -13,3 +13,9 @@ def enqueue_pending_traces() -> int:
         + review_queue.trace_rederive_stale()
         + review_queue.trace_reclaim_from_silent_workers()
     )
+
+
+@shared_task(name="traces.drop_old_raw_observations", acks_late=True, ignore_result=True)
+def drop_old_raw_observations() -> dict:
+    """Beat, daily: raw observations past HINDSIGHT_OBSERVATION_RAW_RETENTION_DAYS."""
+    return retention.observations_raw_drop_old()

@@ -23,6 +23,7 @@ urlpatterns = [
     path("traces/<int:trace_id>/steps/<int:index>/raw/", inspector.step_raw, name="step_raw"),
     path("queue/", queue.queue, name="queue"),
     path("queue/claim/", queue.queue_claim, name="queue_claim"),
+    path("queue/guidelines/", queue.queue_guidelines, name="queue_guidelines"),
     path("queue/<int:claim_id>/finish/", queue.queue_finish, name="queue_finish"),
     path("queue/<int:claim_id>/release/", queue.queue_release, name="queue_release"),
     path("audit/", audit.audit, name="audit"),
@@ -30,6 +31,7 @@ urlpatterns = [
     path("settings/keys/", project_settings.api_key_create, name="key_create"),
     path("settings/keys/<int:key_id>/revoke/", project_settings.api_key_revoke, name="key_revoke"),
     path("settings/members/", project_settings.member_add, name="member_add"),
+    path("settings/members/new/", project_settings.member_create, name="member_create"),
     path(
         "settings/members/<int:membership_id>/",
         project_settings.member_update,

@@ -5,7 +5,6 @@ an approved experience can be rejected; archived and rejected ones can be brough
 candidate.
 """
 
-from functools import partial
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -13,8 +12,15 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from experiences.models import Experience, ExperienceVersion, ExperienceVote, MergeProposal
-from experiences.services.dedup import experience_merge
+from experiences.models import (
+    Experience,
+    ExperienceVote,
+    MergeProposal,
+    scene_text,
+)
+from experiences.services.dedup import DEDUP_TASK, experience_merge
+from experiences.services.versions import version_record
+from hindsight_site.publish import tasks_publish_on_commit
 from traces.errors import Conflict, InvalidInput
 from traces.services.audit import audit_event
 
@@ -95,19 +101,63 @@ def experience_set_scope(
     return experience
 
 
+def _edited_scene_vector(experience_id: int, intent: str) -> tuple[str, list[float]] | None:
+    """The vector of the scene with a new intent, computed before any row is locked (an
+    embedding endpoint may take seconds): (the scene text it is for, the vector); None when the
+    intent is the one it has."""
+    from experiences.embeddings import embed_in_batches
+
+    current = Experience.objects.filter(pk=experience_id).only("summary", "task", "intent").first()
+    if current is None:
+        raise InvalidInput(f"experience {experience_id} does not exist")
+    if current.intent == intent:
+        return None
+    text = scene_text(summary=current.summary or current.task, intent=intent)
+    (vector,) = embed_in_batches([text])
+    return text, vector
+
+
 def experience_edit(
     *, experience_id: int, advice: str, user: User, scene: dict[str, Any] | None = None
 ) -> Experience:
-    """A person rewrites the advice (maybe the scene): a new version, re-embedded, re-deduped."""
-    from experiences.embeddings import embed_in_batches, get_embedder
-    from experiences.tasks import dedup_experience
+    """A person rewrites the advice (maybe the scene): a new version, re-embedded, re-deduped.
 
+    A new intent changes the scene, so its vector is computed first, then the row is locked and
+    written; if the scene changed meanwhile (a merge brought another summary), it is computed
+    again (at most three times)."""
     advice = advice.strip()
     if not advice:
         raise InvalidInput("advice must not be empty")
     scene = scene or {}
+    for _attempt in range(3):
+        embedded = (
+            _edited_scene_vector(experience_id, scene["intent"]) if "intent" in scene else None
+        )
+        experience = _experience_edit_locked(experience_id, advice, user, scene, embedded)
+        if experience is not None:
+            return experience
+    raise Conflict(f"experience {experience_id} kept changing while it was edited; try again")
+
+
+def _experience_edit_locked(
+    experience_id: int,
+    advice: str,
+    user: User,
+    scene: dict[str, Any],
+    embedded: tuple[str, list[float]] | None,
+) -> Experience | None:
+    """The write of `experience_edit` under the row lock; None when the scene the vector was
+    computed for is no longer the experience's."""
+    from experiences.embeddings import get_embedder
+
     with transaction.atomic():
         experience = _locked(experience_id)
+        if "intent" in scene and scene["intent"] != experience.intent:
+            wanted = scene_text(
+                summary=experience.summary or experience.task, intent=scene["intent"]
+            )
+            if embedded is None or embedded[0] != wanted:
+                return None  # the scene changed since its vector was computed: again
         before = {"advice": experience.advice, **{k: getattr(experience, k) for k in scene}}
         for name in ("task_type", "intent", "agent"):
             if name in scene:
@@ -118,28 +168,14 @@ def experience_edit(
         if advice == experience.advice and not scene:
             return experience
         experience.advice = advice
-        if "intent" in scene and scene["intent"] != before.get("intent"):
+        if embedded is not None and scene["intent"] != before.get("intent"):
             # The vector is the scene's (summary and intent), not the advice's.
-            (experience.embedding,) = embed_in_batches([experience.scene_text])
+            experience.embedding = embedded[1]
             experience.embedding_model = get_embedder().model_name
         experience.source = Experience.Source.HUMAN
         experience.version += 1
         experience.save()
-        ExperienceVersion.objects.create(
-            experience=experience,
-            version=experience.version,
-            advice=advice,
-            scene={
-                "task_type": experience.task_type,
-                "tools": experience.tools,
-                "environment": experience.environment,
-                "intent": experience.intent,
-                "agent": experience.agent,
-            },
-            path=experience.path,
-            source=experience.source,
-            reason=f"edited by {user}",
-        )
+        version_record(experience, reason=f"edited by {user}")
         audit_event(
             action="experience.edit",
             object_type="experience",
@@ -149,7 +185,7 @@ def experience_edit(
             before=before,
             after={"advice": advice, **{k: getattr(experience, k) for k in scene}},
         )
-        transaction.on_commit(partial(dedup_experience.delay, experience.pk), robust=True)
+        tasks_publish_on_commit(DEDUP_TASK, [(experience.pk,)])
     return experience
 
 
@@ -192,7 +228,7 @@ def proposal_decide(
         if proposal is None:
             raise InvalidInput(f"merge proposal {proposal_id} does not exist")
         if proposal.status != MergeProposal.Status.OPEN:
-            raise Conflict(f"this proposal is already {proposal.status}")
+            raise Conflict(_why_closed(proposal))
         if merge:
             if advice is None:
                 advice = (proposal.first if keep == "first" else proposal.second).advice
@@ -219,3 +255,22 @@ def proposal_decide(
         proposal.decided_at = timezone.now()
         proposal.save(update_fields=["status", "decided_by", "decided_at"])
     return proposal
+
+
+def _why_closed(proposal: MergeProposal) -> str:
+    """Why a proposal can no longer be decided: decided already, or closed when one of its pair
+    was merged into a third experience (the merge re-points the pair: see dedup)."""
+    pair = (proposal.first_id, proposal.second_id)
+    for experience in (proposal.first, proposal.second):
+        into = experience.merged_into_id
+        if into is None or into in pair:
+            continue
+        other = pair[1] if experience.pk == pair[0] else pair[0]
+        first, second = sorted((into, other))
+        instead = MergeProposal.objects.filter(
+            first_id=first, second_id=second, status=MergeProposal.Status.OPEN
+        ).exists()
+        return f"#{experience.pk} was merged into #{into} meanwhile, so this pair is closed" + (
+            f"; #{first} and #{second} are proposed instead" if instead else ""
+        )
+    return f"this proposal is already {proposal.status}"

@@ -33,10 +33,10 @@ from experiences.models import (
     Experience,
     ExperienceMerge,
     ExperienceSource,
-    ExperienceVersion,
     MergeProposal,
 )
 from experiences.scene import substance_overlap
+from experiences.services.versions import version_record
 from traces.errors import Conflict, NotFound
 from traces.services.audit import audit_event
 
@@ -244,15 +244,7 @@ def _proposals_follow_merge(survivor: Experience, absorbed: Experience) -> None:
 
 
 def _version_note(experience: Experience, reason: str) -> None:
-    ExperienceVersion.objects.create(
-        experience=experience,
-        version=experience.version,
-        advice=experience.advice,
-        scene={"tools": experience.tools, "environment": experience.environment},
-        path=experience.path,
-        source=experience.source,
-        reason=reason,
-    )
+    version_record(experience, reason=reason)
 
 
 def experience_merge_undo(*, merge_id: int, user: User | None = None) -> ExperienceMerge:

@@ -18,13 +18,13 @@ from experiences.embeddings import embed_in_batches, get_embedder
 from experiences.models import (
     Experience,
     ExperienceSource,
-    ExperienceVersion,
     FailurePattern,
     scene_text,
 )
 from experiences.scene import keywords_of, task_key
 from experiences.services.llm_revise import revise_advice_with_llm
 from experiences.services.patterns import argument_shape, error_signature
+from experiences.services.versions import version_record
 from traces.models import Review, Step, Trace
 from traces.review.heuristic import build_template
 from traces.review.scene import action_phrase, scene_summary
@@ -249,14 +249,8 @@ def experiences_store(
             step_indexes=draft.step_indexes,
             labels=draft.labels,
         )
-        ExperienceVersion.objects.create(
-            experience=experience,
-            version=1,
-            advice=experience.advice,
-            scene=_scene(trace),
-            path=experience.path,
-            source=experience.source,
-            reason=f"distilled from the {draft.window.kind} review of trace {trace.pk}",
+        version_record(
+            experience, reason=f"distilled from the {draft.window.kind} review of trace {trace.pk}"
         )
         created.append(experience)
     changed = [other for experience in created for other in experiences_contrast(experience)]
@@ -309,14 +303,8 @@ def experiences_contrast(experience: Experience, *, limit: int = 2) -> list[Expe
             target.version += 1
             target.save(update_fields=["advice", "version", "updated_at"])
             ExperienceSource.objects.create(experience=target, trace_id=source_traces[0])
-            ExperienceVersion.objects.create(
-                experience=target,
-                version=target.version,
-                advice=target.advice,
-                scene={"summary": target.summary},
-                path=target.path,
-                source=target.source,
-                reason=f"contrasted with experience {lesson_from.pk} of the same task",
+            version_record(
+                target, reason=f"contrasted with experience {lesson_from.pk} of the same task"
             )
             if target is other:
                 changed.append(other)
@@ -500,14 +488,6 @@ def _experience_revise(
     experience.source = draft.source
     experience.polarity = draft.polarity
     experience.save()
-    ExperienceVersion.objects.create(
-        experience=experience,
-        version=experience.version,
-        advice=experience.advice,
-        scene=_scene(trace),
-        path=experience.path,
-        source=experience.source,
-        reason=reason,
-    )
+    version_record(experience, reason=reason)
     provenance.update(step_indexes=draft.step_indexes, labels=draft.labels)
     return experience

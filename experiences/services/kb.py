@@ -30,7 +30,6 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
-from kombu.exceptions import OperationalError
 from redis.exceptions import RedisError
 
 from experiences.models import Experience, KbArticle
@@ -152,6 +151,7 @@ def kb_rebuild(
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
 # The latest rebuild of a project stays readable this long (the page shows how it went).
 STATUS_TTL = 7 * 24 * 3600
+REBUILD_TASK = "experiences.rebuild_kb"
 NOT_QUEUED = "Redis is unreachable: the rebuild was not queued"
 
 
@@ -215,6 +215,17 @@ def _status_save(project_id: int, rebuild: KbRebuild) -> None:
     cache.set(rebuild_status_key(project_id), asdict(rebuild), timeout=STATUS_TTL)
 
 
+def _status_restore_quietly(project_id: int, previous: KbRebuild | None) -> None:
+    """A rebuild that could not be queued: show what was shown before it (or nothing)."""
+    try:
+        if previous is None:
+            cache.delete(rebuild_status_key(project_id))
+        else:
+            _status_save(project_id, previous)
+    except RedisError:
+        logger.warning("kb rebuild: status not restored (Redis unreachable)")
+
+
 def _status_save_quietly(project_id: int, rebuild: KbRebuild) -> None:
     """From the worker: a status that cannot be written must not stop the rebuild itself."""
     try:
@@ -227,9 +238,9 @@ def kb_rebuild_request(*, project: Project, user: User) -> tuple[KbRebuild, bool
     """Queue a rebuild of the project's articles; (the rebuild, whether it was queued now).
 
     While one is queued or running, that one is returned instead. Raises KbRebuildUnavailable
-    when Redis is down (nothing queued).
+    when Redis is down (nothing queued; the status shown before stays).
     """
-    from experiences.tasks import rebuild_kb
+    from hindsight_site.publish import tasks_publish
 
     with transaction.atomic():
         # Two requests at once (two admins, a double click) queue one rebuild.
@@ -252,11 +263,13 @@ def kb_rebuild_request(*, project: Project, user: User) -> tuple[KbRebuild, bool
         )
         try:
             _status_save(project.pk, rebuild)
-            rebuild_kb.apply_async(args=(project.pk, rebuild.id, user.pk), retry=False)
-        except (RedisError, OperationalError) as error:
-            if current is not None:
-                _status_save_quietly(project.pk, current)
+        except RedisError as error:
             raise KbRebuildUnavailable(NOT_QUEUED) from error
+    # Published once the lock is released (the status above already makes a second request
+    # return this rebuild), with the site's bounded publishing.
+    if not tasks_publish(REBUILD_TASK, [(project.pk, rebuild.id, user.pk)]):
+        _status_restore_quietly(project.pk, current)
+        raise KbRebuildUnavailable(NOT_QUEUED)
     return rebuild, True
 
 

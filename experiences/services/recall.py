@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
+from django.db import connections, router
 from django.utils import timezone
 from pgvector import Vector
 
@@ -317,7 +317,8 @@ def experience_recall(
     sql, params = candidates_sql(
         project=project, query=query, vector=vector, keywords=query_keywords(query)
     )
-    with connection.cursor() as cursor:
+    # A read replica when one is configured (DATABASE_REPLICA_URL) and answers, else the primary.
+    with connections[router.db_for_read(Experience, replica=True)].cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     now = timezone.now()

@@ -23,11 +23,20 @@ STATUS_ACTIONS = {
 }
 
 
+# A move named for what it does from where the experience is: "Approve" on a promoted one
+# would take it out of the knowledge base.
+STATUS_ACTIONS_FROM = {("promoted", "approved"): "Demote to approved"}
+
+
 @register.filter
 def next_statuses(experience: Any) -> list[tuple[str, str]]:
     """The statuses this experience may move to, as (value, button label), in a fixed order."""
     allowed = TRANSITIONS.get(experience.status, set())
-    return [(value, label) for value, label in STATUS_ACTIONS.items() if value in allowed]
+    return [
+        (value, STATUS_ACTIONS_FROM.get((experience.status, value), label))
+        for value, label in STATUS_ACTIONS.items()
+        if value in allowed
+    ]
 
 
 @register.filter

@@ -18,6 +18,13 @@ from experiences.forms import (
     ScopeForm,
     StatusForm,
     VoteForm,
+    unknown_signature,
+)
+from experiences.known_scopes import (
+    UnknownValue,
+    scope_known_values,
+    scope_unknown_values,
+    unknown_values_text,
 )
 from experiences.models import Experience
 from experiences.services import curation
@@ -52,6 +59,8 @@ def library(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
         "is_filtered": form.is_filtered(),
         "is_admin": access.is_admin,
     }
+    if not request.htmx:  # the <datalist>s of known values sit outside the results partial
+        context["known"] = scope_known_values(project=access.project)
     return render_page_or_partial(request, LIBRARY, "results", context)
 
 
@@ -142,21 +151,46 @@ def experience_scope(request: AuthedRequest, experience_id: int) -> HttpResponse
     form = ScopeForm(request.POST, experience_id=experience.pk)
     if not form.is_valid():
         return _scope_form(request, experience, form, status=422)
+    known = scope_known_values(project=access.project)
+    unknown = scope_unknown_values(known=known, **form.scope())
+    signature = unknown_signature(unknown)
+    if request.htmx and unknown and not form.is_unknown_allowed(signature):
+        # Not saved yet: the row form again, with the warning and a "save anyway" button.
+        return _scope_form(request, experience, form, status=422, unknown=unknown)
     try:
         curation.experience_set_scope(
-            experience_id=experience.pk, user=request.user, **form.cleaned_data
+            experience_id=experience.pk, user=request.user, **form.scope()
         )
     except DomainError as failure:
         return _done(request, experience, access, failure.detail)
+    if unknown and not request.htmx:  # the detail page's form: saved, and said so loudly
+        messages.warning(request, _unknown_saved(unknown))
     return _done(request, experience, access)
 
 
-def _scope_form(request: AuthedRequest, experience: Experience, form: ScopeForm, status: int = 200):
+def _unknown_saved(unknown: list[UnknownValue]) -> str:
+    return (
+        f"Scope saved with values no trace or recall of this project used: "
+        f"{unknown_values_text(unknown)}. Recall serves it only to agents that send them."
+    )
+
+
+def _scope_form(
+    request: AuthedRequest,
+    experience: Experience,
+    form: ScopeForm,
+    status: int = 200,
+    unknown: list[UnknownValue] | None = None,
+):
     if not request.htmx:  # the detail page has the same form
         return redirect(reverse("experiences:detail", args=[experience.pk]) + "#scope")
-    return render(
-        request, f"{LIBRARY}#row_scope", {"experience": experience, "form": form}, status=status
-    )
+    context = {
+        "experience": experience,
+        "form": form,
+        "unknown": unknown or [],
+        "unknown_signature": unknown_signature(unknown or []),
+    }
+    return render(request, f"{LIBRARY}#row_scope", context, status=status)
 
 
 @require_POST
@@ -209,6 +243,12 @@ def experience_bulk(request: AuthedRequest, access: ProjectAccess) -> HttpRespon
     ids = selectors.experiences_of_project(project=access.project, ids=form.cleaned_data["ids"])
     done, failed = _apply_to_each(ids, form.cleaned_data, request.user)
     _say_bulk(request, form.cleaned_data["action"], done, failed)
+    if form.cleaned_data["action"] == "scope" and done:
+        scope = {name: form.cleaned_data[name] for name in ("environments", "agents", "users")}
+        known = scope_known_values(project=access.project)
+        unknown = scope_unknown_values(known=known, **scope)
+        if unknown:
+            messages.warning(request, _unknown_saved(unknown))
     return redirect(back)
 
 

@@ -1,5 +1,7 @@
 """The merge queue: proposals to decide (merge or dismiss), the history of merges and undo."""
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
@@ -18,6 +20,7 @@ from experiences.views._shared import (
 )
 from traces.errors import DomainError
 from traces.http import AuthedRequest
+from traces.pagination import decode_rank_cursor
 from traces.selectors import ProjectAccess
 from traces.views.common import (
     page_cursor,
@@ -27,6 +30,7 @@ from traces.views.common import (
 )
 
 HISTORY_PAGE_SIZE = 20
+QUEUE_PAGE_SIZE = 20
 MERGES = "experiences/merges.html"
 
 
@@ -37,17 +41,38 @@ def _say(request: AuthedRequest, error: str, success: str) -> None:
         messages.success(request, success)
 
 
+def _queue_cursor(request: AuthedRequest) -> str:
+    """The open proposals' page (`after`, kept by the decision forms); "" for the first."""
+    cursor = request.POST.get("after") or request.GET.get("after") or ""
+    if not cursor:
+        return ""
+    try:
+        decode_rank_cursor(cursor)
+    except DomainError:
+        return ""
+    return cursor
+
+
+def _queue_context(request: AuthedRequest, access: ProjectAccess, **decided: Any) -> dict:
+    after = _queue_cursor(request)
+    queue = selectors.proposal_queue(
+        project=access.project, cursor=after or None, limit=QUEUE_PAGE_SIZE
+    )
+    return {"queue": queue, "after": after, "is_admin": access.is_admin, "decided": decided}
+
+
 @require_GET
 @project_page()
 def merges(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
+    if request.htmx and not request.htmx.boosted and request.GET.get("section") == "queue":
+        return render_page_or_partial(request, MERGES, "queue", _queue_context(request, access))
     history = selectors.merge_history(
         project=access.project, cursor=page_cursor(request), limit=HISTORY_PAGE_SIZE
     )
     context = {"history": history, "is_admin": access.is_admin}
     if request.htmx and not request.htmx.boosted:
         return render_page_or_partial(request, MERGES, "history", context)
-    queue = selectors.proposal_queue(project=access.project)
-    return render(request, MERGES, {**context, "queue": queue})
+    return render(request, MERGES, {**context, **_queue_context(request, access)})
 
 
 @require_POST
@@ -72,7 +97,7 @@ def proposal_decide(request: AuthedRequest, proposal_id: int) -> HttpResponse:
     if not request.htmx:
         _say(request, error, _decided(proposal))
         return redirect("experiences:merges")
-    return _proposal_card(request, proposal_id, access, error)
+    return _after_decision(request, proposal_id, access, error)
 
 
 def _decided(proposal: MergeProposal) -> str:
@@ -81,21 +106,29 @@ def _decided(proposal: MergeProposal) -> str:
     return f"Dismissed: #{proposal.first_id} and #{proposal.second_id} stay apart."
 
 
-def _proposal_card(
+def _after_decision(
     request: AuthedRequest, proposal_id: int, access: ProjectAccess, error: str
 ) -> HttpResponse:
-    """The proposal's card after a decision: the outcome (with undo), or the form and the error."""
+    """A wrong form: the card again, with the error. A decision made (or refused because the
+    proposal is closed): the open proposals as they are now, the decided one on top (with undo),
+    so no card of a pair a merge just closed or re-pointed stays to be clicked."""
     proposal = selectors.proposal_for_user(projects=[access.project], proposal_id=proposal_id)
     if proposal is None:
         raise Http404("merge proposal not found")
-    context = {
+    decided = {
         "row": selectors.proposal_row(proposal),
         "merge": selectors.merge_of_proposal(proposal) if proposal.status == "merged" else None,
-        "is_admin": access.is_admin,
         "error": error,
         "message": "" if error else _decided(proposal),
     }
-    response = render(request, f"{MERGES}#proposal", context, status=409 if error else 200)
+    status = 409 if error else 200
+    if proposal.status == MergeProposal.Status.OPEN:
+        context = {**decided, "is_admin": access.is_admin, "after": _queue_cursor(request)}
+        return render(request, f"{MERGES}#proposal", context, status=status)
+    context = _queue_context(request, access, **decided)
+    response = render(request, f"{MERGES}#queue", context, status=status)
+    response.headers["HX-Retarget"] = "#merge-queue"
+    response.headers["HX-Reswap"] = "outerHTML"
     if not error:
         response.headers["HX-Trigger"] = "merges-changed"  # the history below reloads itself
     return response
@@ -112,9 +145,18 @@ def merge_undo(request: AuthedRequest, merge_id: int) -> HttpResponse:
         dedup.experience_merge_undo(merge_id=merge.pk, user=request.user)
     except DomainError as failure:
         error = failure.detail
+    done = f"Merge undone: #{merge.absorbed_id} is back on its own."
     if not request.htmx:
-        _say(request, error, f"Merge undone: #{merge.absorbed_id} is back on its own.")
+        _say(request, error, done)
         return redirect_to_next(request, reverse("experiences:merges"))
     row = selectors.merge_for_user(projects=[access.project], merge_id=merge.pk)
-    context = {"merge": row, "is_admin": access.is_admin, "error": error}
-    return render(request, f"{MERGES}#merge_row", context, status=409 if error else 200)
+    context = {
+        "merge": row,
+        "is_admin": access.is_admin,
+        "error": error,
+        "undone": "" if error else done,
+    }
+    response = render(request, f"{MERGES}#merge_row", context, status=409 if error else 200)
+    if not error:
+        response.headers["HX-Trigger"] = "proposals-changed"  # the pair may be back in the queue
+    return response

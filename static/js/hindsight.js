@@ -56,7 +56,8 @@
   }
 
   function move(delta) {
-    var all = steps();
+    // Only the steps the step filter shows (inspector.js hides the others with CSS).
+    var all = steps().filter(function (step) { return step.getClientRects().length > 0; });
     if (!all.length) return;
     var at = all.indexOf(currentStep());
     var next = at < 0 ? (delta > 0 ? 0 : all.length - 1) : Math.min(all.length - 1, Math.max(0, at + delta));
@@ -223,8 +224,13 @@
     }
   });
 
-  document.addEventListener("DOMContentLoaded", function () {
+  // At once when this (deferred) script runs, not at DOMContentLoaded: the page's other deferred
+  // scripts run in between, and a key pressed meanwhile would move from "no current step".
+  function selectFirst() {
     var first = stepFromHash(location.hash);
-    if (first) select(first); else if (steps().length) select(steps()[0], { focus: false });
-  });
+    var shown = steps().filter(function (step) { return step.getClientRects().length > 0; });
+    if (first) select(first); else if (shown.length) select(shown[0], { focus: false });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", selectFirst);
+  else selectFirst();
 })();

@@ -21,6 +21,7 @@ def test_ctrl_enter_asks_before_accepting_and_accepted_labels_stay_out_of_kappa(
     page.goto(live_server.url + "/queue/")
     page.keyboard.press("Enter")
     expect(page).to_have_url(f"{live_server.url}/traces/{trace.pk}/")
+    expect(page.locator("#step-0.is-current")).to_be_attached()  # the page's scripts ran
     page.keyboard.press("j")
     page.keyboard.press("2")  # the one step rita judges herself
     expect(page.locator("#step-1 .chip")).to_have_text("redundant")

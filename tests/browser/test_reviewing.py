@@ -122,6 +122,7 @@ def test_the_queue_goes_with_the_keyboard_alone(
     page.keyboard.press("Enter")
     expect(page).to_have_url(f"{live_server.url}/traces/{heuristic.pk}/")
     expect(page.locator(".claim-bar")).to_be_visible()
+    expect(page.locator("#step-0.is-current")).to_be_attached()  # the page's scripts ran
     page.keyboard.press("j")
     page.keyboard.press("2")
     expect(page.locator("#step-1 .chip")).to_have_text("redundant")

@@ -420,8 +420,9 @@ def test_an_empty_advice_is_refused_with_the_form_again(
     assert experience.version == 1
 
 
-def test_the_scope_is_set_inline(client_for, admin_user, project, make_experience):
+def test_the_scope_is_set_inline(client_for, admin_user, project, make_experience, make_trace):
     experience = make_experience(project)
+    make_trace(project, environment=["k8s", "docker"])  # known values: saved without a warning
     data = {"environments": "K8S, docker", "agents": "ops-bot", "users": ""}
 
     response = client_for(admin_user).post(

@@ -1,5 +1,7 @@
 """The merge queue: proposals side by side with a word diff, decisions, history, undo."""
 
+import re
+
 import pytest
 
 from experiences.models import Experience, ExperienceMerge, MergeProposal
@@ -329,3 +331,141 @@ def test_the_queue_and_history_read_a_constant_number_of_queries(
 
     assert few == many, (few, many)
     assert MergeProposal.objects.count() == 7
+
+
+# ---------------------------------------------------------------- after a merge, paging, undo
+
+
+@pytest.fixture
+def chain(project, make_experience, make_proposal):
+    """A ~ B and B ~ C proposed: merging B into A leaves B's pair with C to follow it."""
+    a, b, c = (make_experience(project, advice=f"When {n} restarts, read the logs.") for n in "abc")
+    return a, b, c, make_proposal(a, b, similarity=0.93), make_proposal(b, c, similarity=0.91)
+
+
+def test_a_merge_repoints_the_absorbed_ones_open_proposals_in_its_transaction(admin_user, chain):
+    from django.db import transaction
+
+    from experiences.services.curation import proposal_decide
+
+    a, b, c, ab, bc = chain
+    with pytest.raises(RuntimeError), transaction.atomic():
+        proposal_decide(proposal_id=ab.pk, user=admin_user, merge=True)
+        raise RuntimeError("the merge rolls back")
+    assert MergeProposal.objects.get(pk=bc.pk).status == "open"  # nothing half done
+
+    proposal_decide(proposal_id=ab.pk, user=admin_user, merge=True)
+
+    bc.refresh_from_db()
+    assert bc.status != "open"
+    ac = MergeProposal.objects.get(first=a, second=c)
+    assert (ac.status, ac.similarity) == ("open", 0.91)
+    assert not MergeProposal.objects.filter(status="open").filter(first=b).exists()
+    assert not MergeProposal.objects.filter(status="open").filter(second=b).exists()
+
+
+def test_after_a_merge_the_page_shows_the_queue_as_it_is_now(client_for, admin_user, chain):
+    a, b, c, ab, bc = chain
+
+    response = client_for(admin_user).post(
+        f"/merges/proposals/{ab.pk}/", {"decision": "merge", "keep": "first"}, headers=HTMX
+    )
+
+    assert response.status_code == 200
+    assert response.headers["HX-Retarget"] == "#merge-queue"
+    assert response.headers["HX-Reswap"] == "outerHTML"
+    assert response.headers["HX-Trigger"] == "merges-changed"
+    body = response.content.decode()
+    assert body.lstrip().startswith(
+        '<section aria-labelledby="queue-h" class="queue" id="merge-queue"'
+    )
+    assert f"Merged #{b.pk} into #{a.pk}." in body  # the decided card, on top, with undo
+    ac = MergeProposal.objects.get(first=a, second=c)
+    assert f'id="proposal-{ac.pk}"' in body and f'id="proposal-{bc.pk}"' not in body
+    assert '<small class="muted" id="queue-count">(1)</small>' in body
+
+
+def test_a_card_a_merge_closed_explains_itself_and_refreshes_the_queue(
+    client_for, admin_user, chain
+):
+    a, b, c, ab, bc = chain
+    client = client_for(admin_user)
+    client.post(f"/merges/proposals/{ab.pk}/", {"decision": "merge", "keep": "first"})
+
+    # A second tab still shows B ~ C.
+    response = client.post(
+        f"/merges/proposals/{bc.pk}/", {"decision": "merge", "keep": "first"}, headers=HTMX
+    )
+
+    assert response.status_code == 409
+    body = response.content.decode()
+    assert "already merged" not in body
+    assert (
+        f"#{b.pk} was merged into #{a.pk} meanwhile, so this pair is closed; "
+        f"#{a.pk} and #{c.pk} are proposed instead"
+    ) in body
+    assert response.headers["HX-Retarget"] == "#merge-queue"
+    ac = MergeProposal.objects.get(first=a, second=c)
+    assert f'id="proposal-{ac.pk}"' in body and ac.status == "open"
+
+
+def test_open_proposals_come_in_pages(
+    client_for, admin_user, project, make_experience, make_proposal, monkeypatch
+):
+    made = []
+    for n in range(7):
+        one, two = make_experience(project), make_experience(project)
+        made.append(make_proposal(one, two, similarity=round(0.95 - n * 0.01, 4)))
+    make_proposal(make_experience(project), make_experience(project), similarity=0.95)  # a tie
+    monkeypatch.setattr("experiences.views.merges.QUEUE_PAGE_SIZE", 3)
+    client = client_for(admin_user)
+
+    first = client.get("/merges/")
+    body = first.content.decode()
+    assert "1–3 of 8, most similar first" in body and "reload" not in body
+    seen = [int(n) for n in re.findall(r'<article class="proposal" id="proposal-(\d+)"', body)]
+    cursor = first.context["queue"].next_cursor
+    while cursor:
+        page = client.get(f"/merges/?section=queue&after={cursor}", headers=HTMX)
+        assert page.content.lstrip().startswith(b"<section") and b"<html" not in page.content
+        part = page.content.decode()
+        seen += [int(n) for n in re.findall(r'<article class="proposal" id="proposal-(\d+)"', part)]
+        cursor = page.context["queue"].next_cursor
+
+    assert "7–8 of 8" in part and "← Most similar" in part
+    by_rank = MergeProposal.objects.order_by("-similarity", "pk").values_list("pk", flat=True)
+    assert seen == list(by_rank)  # each once, most similar first
+
+
+def test_a_decision_on_a_later_page_keeps_that_page(
+    client_for, admin_user, project, make_experience, make_proposal, monkeypatch
+):
+    for n in range(5):
+        make_proposal(make_experience(project), make_experience(project), similarity=0.9 - n / 100)
+    monkeypatch.setattr("experiences.views.merges.QUEUE_PAGE_SIZE", 2)
+    client = client_for(admin_user)
+    cursor = client.get("/merges/").context["queue"].next_cursor
+    third = MergeProposal.objects.order_by("-similarity")[2]
+
+    response = client.post(
+        f"/merges/proposals/{third.pk}/", {"decision": "dismiss", "after": cursor}, headers=HTMX
+    )
+
+    assert "3–4 of 4" in response.content.decode()  # the second page, one fewer in all
+
+
+def test_undo_from_the_history_says_so_and_reloads_the_queue(client_for, admin_user, pair):
+    first, second, proposal = pair
+    client = client_for(admin_user)
+    client.post(f"/merges/proposals/{proposal.pk}/", {"decision": "merge", "keep": "first"})
+    merge = ExperienceMerge.objects.get()
+
+    response = client.post(f"/merges/{merge.pk}/undo/", headers=HTMX)
+
+    assert response.status_code == 200
+    assert f"Merge undone: #{second.pk} is back on its own." in response.content.decode()
+    assert response.headers["HX-Trigger"] == "proposals-changed"
+    proposal.refresh_from_db()
+    assert proposal.status == "open"
+    queue = client.get("/merges/?section=queue", headers=HTMX).content.decode()
+    assert f'id="proposal-{proposal.pk}"' in queue

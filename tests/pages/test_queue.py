@@ -24,11 +24,13 @@ def test_it_lists_traces_needing_a_person_most_doubtful_first(
 
     body = client_for(reviewer).get("/queue/").content.decode()
 
-    order = [corrected.task, heuristic.task, low.task, plain.task]
+    # Heuristic labels are no reason of their own: unchecked like the LLM's, oldest first.
+    order = [corrected.task, low.task, plain.task, heuristic.task]
     assert [body.index(t) for t in order] == sorted(body.index(t) for t in order)
     assert "Not labelled at all" not in body and done.task not in body
-    assert "heuristic labels" in body and "low-confidence labels" in body
-    assert "4 waiting" in body
+    assert "heuristic labels" not in body
+    assert "Disagreement" in body and "Low confidence" in body and "Never reviewed" in body
+    assert "<strong>4</strong> waiting" in body
 
 
 def test_claiming_opens_the_next_trace_with_the_finish_bar(

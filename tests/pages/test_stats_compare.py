@@ -63,10 +63,15 @@ def test_compare_aligns_two_trajectories(client_for, reviewer, project, make_tra
 
 
 def test_compare_without_ids_asks_for_them(client_for, reviewer):
-    response = client_for(reviewer).get("/traces/compare/?a=3")
+    response = client_for(reviewer).get("/traces/compare/")
 
     assert response.status_code == 200
     assert "Compare two trajectories" in response.content.decode()
+    # One id of no trace of the user's: the same form, with the reason (no bare 404 page).
+    missing = client_for(reviewer).get("/traces/compare/?a=3")
+    assert missing.status_code == 404
+    assert "Compare two trajectories" in missing.content.decode()
+    assert "Trace #3 is not in your projects." in missing.content.decode()
 
 
 def test_compare_with_another_projects_trace_is_not_found(

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from traces.errors import Conflict
+from traces.errors import Conflict, InvalidInput
 from traces.models import Project, ReviewClaim
 from traces.selectors import claim_open_for, queue_candidates
 from traces.services.audit import audit_event
@@ -86,3 +86,31 @@ def claim_release(*, claim: ReviewClaim) -> None:
     ReviewClaim.objects.filter(
         pk=claim.pk, released_at__isnull=True, finished_at__isnull=True
     ).update(released_at=timezone.now())
+
+
+GUIDELINES_MAX_CHARS = 10_000
+
+
+def project_set_guidelines(*, project: Project, text: str, user: User) -> Project:
+    """An admin's guidelines for the project's reviewers (plain text, shown on /queue/)."""
+    text = text.replace("\r\n", "\n").strip()
+    if len(text) > GUIDELINES_MAX_CHARS:
+        raise InvalidInput(f"guidelines are at most {GUIDELINES_MAX_CHARS:,} characters")
+    with transaction.atomic():
+        project = Project.objects.select_for_update().get(pk=project.pk)
+        before = project.review_guidelines
+        if before == text:
+            return project
+        project.review_guidelines = text
+        project.full_clean(validate_unique=False)
+        project.save(update_fields=["review_guidelines"])
+        audit_event(
+            action="project.guidelines",
+            object_type="project",
+            object_id=project.pk,
+            project=project,
+            user=user,
+            before={"guidelines": before},
+            after={"guidelines": text},
+        )
+    return project

@@ -9,7 +9,6 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -159,7 +158,6 @@ def trace_rederive_enqueue(*, trace_id: int) -> None:
     Call inside the relabel transaction; the task is published only if it commits. If the broker
     is down the relabel still stands and `trace_rederive_stale` (beat) re-derives later.
     """
+    from hindsight_site.publish import tasks_publish_on_commit
 
-    from hindsight_site.publish import tasks_publish
-
-    transaction.on_commit(lambda: tasks_publish(REDERIVE_TASK, [(trace_id,)]))
+    tasks_publish_on_commit(REDERIVE_TASK, [(trace_id,)])

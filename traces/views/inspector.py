@@ -34,10 +34,16 @@ def _get_trace_for_user(request: AuthedRequest, trace_id: int) -> Trace:
 
 def _inspector_context(request: AuthedRequest, trace: Trace) -> dict[str, Any]:
     claim = selectors.claim_open_for(user=request.user, project=trace.project)
+    steps = list(trace.steps.all())
+    reviews = list(trace.reviews.all())
+    selectors.reviews_drop_repeats(reviews)
+    show = request.GET.get("show", "")
     return {
         "trace": trace,
-        "steps": trace.steps.all(),
-        "reviews": trace.reviews.all(),
+        "steps": steps,
+        "overview": selectors.steps_mark_for_reading(steps, user=request.user),
+        "show": show if show in selectors.STEP_FILTERS else "",
+        "reviews": reviews,
         "is_heuristic": selectors.trace_is_heuristic(trace),
         "machine_versions": selectors.machine_label_versions(trace),
         "claim": claim if claim is not None and claim.trace_id == trace.pk else None,
@@ -61,9 +67,18 @@ def step_raw(request: AuthedRequest, trace_id: int, index: int) -> HttpResponse:
     step = Step.objects.filter(trace=trace, index=index).only("index", "observation_raw").first()
     if step is None:
         raise Http404("step not found")
+    dropped = trace.observations_raw_dropped_at if not step.observation_raw else None
     if not request.htmx:
-        return HttpResponse(step.observation_raw, content_type="text/plain; charset=utf-8")
-    return render(request, "traces/detail.html#raw", {"trace": trace, "step": step})
+        text = step.observation_raw or (
+            f"The raw observation was dropped on {dropped:%Y-%m-%d} after the retention time; "
+            "the summary on the trajectory page is what is kept.\n"
+            if dropped
+            else ""
+        )
+        return HttpResponse(text, content_type="text/plain; charset=utf-8")
+    return render(
+        request, "traces/detail.html#raw", {"trace": trace, "step": step, "dropped": dropped}
+    )
 
 
 @require_POST
@@ -89,6 +104,8 @@ def step_label(request: AuthedRequest, trace_id: int, index: int) -> HttpRespons
             messages.error(request, error)
         return redirect(f"{reverse('traces:detail', args=[trace.pk])}#step-{index}")
     step = selectors.step_for_trace(trace=trace, index=index)
+    if step is not None:
+        selectors.step_mark_for_reading(step, user=request.user)
     context = {"trace": trace, "step": step, "labels": Step.Label.choices, "conflict": error}
     return render(request, "traces/detail.html#step", context, status=status)
 

@@ -5,11 +5,11 @@ from typing import Any
 from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from traces import selectors
 from traces.errors import DomainError
-from traces.forms import ApiKeyForm, MemberAddForm, MemberRoleForm
+from traces.forms import ApiKeyForm, MemberAddForm, MemberCreateForm, MemberRoleForm
 from traces.http import AuthedRequest
 from traces.models import ApiKey, Membership
 from traces.selectors import ProjectAccess
@@ -23,6 +23,7 @@ def _settings_context(access: ProjectAccess, **extra: Any) -> dict[str, Any]:
         "keys": selectors.api_key_list(project=access.project),
         "key_form": extra.pop("key_form", None) or ApiKeyForm(),
         "member_form": extra.pop("member_form", None) or MemberAddForm(),
+        "create_form": extra.pop("create_form", None) or MemberCreateForm(),
         "roles": Membership.Role.choices,
         **extra,
     }
@@ -50,12 +51,18 @@ def api_key_create(request: AuthedRequest, access: ProjectAccess) -> HttpRespons
     return response
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @project_page(admin=True)
 def api_key_revoke(request: AuthedRequest, access: ProjectAccess, key_id: int) -> HttpResponse:
+    """GET asks first (what stops working, and a button to go on); POST revokes."""
     key = ApiKey.objects.filter(pk=key_id, project=access.project).first()
     if key is None:
         raise Http404("key not found")
+    if request.method == "GET":
+        if key.revoked_at is not None:
+            return redirect("traces:settings")
+        context = _settings_context(access, confirm_revoke=key)
+        return render(request, "traces/settings.html", context)
     api_keys.api_key_revoke(key=key, user=request.user)
     messages.success(request, f"Key {key.prefix}… revoked.")
     return redirect("traces:settings")
@@ -74,6 +81,28 @@ def member_add(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     else:
         messages.error(request, "Give a username and a role.")
     return redirect("traces:settings")
+
+
+@require_POST
+@project_page(admin=True)
+def member_create(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
+    form = MemberCreateForm(request.POST)
+    if form.is_valid():
+        try:
+            new = members.member_create(
+                project=access.project, actor=request.user, **form.cleaned_data
+            )
+        except DomainError as failure:
+            form.add_error("username", failure.detail)
+        else:
+            # No redirect on purpose: the password is not kept, only this response shows it.
+            response = render(
+                request, "traces/settings.html", _settings_context(access, new_member=new)
+            )
+            response.headers["Cache-Control"] = "no-store"
+            return response
+    context = _settings_context(access, create_form=form)
+    return render(request, "traces/settings.html", context, status=422)
 
 
 def _get_membership(access: ProjectAccess, membership_id: int) -> Membership:

@@ -1,9 +1,10 @@
 """The review queue: its overview, claiming the next trace, finishing or releasing a claim."""
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
@@ -11,19 +12,84 @@ from django_htmx.http import HttpResponseClientRedirect
 from traces import selectors
 from traces.errors import DomainError
 from traces.http import AuthedRequest
-from traces.models import ReviewClaim
-from traces.selectors import ProjectAccess
+from traces.models import ReviewClaim, Trace
+from traces.pagination import decode_rank_cursor
+from traces.selectors import ProjectAccess, QueueFilters, QueueReason
 from traces.services import review_claims
-from traces.views.common import dashboard_for, project_page
+from traces.views.common import (
+    dashboard_for,
+    project_page,
+    query_without_cursor,
+    render_page_or_partial,
+)
 from traces.views.inspector import _say_accepted
+
+PAGE_SIZE = 20
+
+
+class QueueFilterForm(forms.Form):
+    agent = forms.CharField(required=False, max_length=200)
+    outcome = forms.ChoiceField(required=False, choices=[("", "any"), *Trace.Outcome.choices])
+    why = forms.ChoiceField(
+        required=False,
+        choices=[("", "any"), *((s, QueueReason.TITLES[v]) for v, s in QueueReason.SLUGS.items())],
+    )
+
+    def filters(self) -> QueueFilters:
+        """The valid filters; an invalid field is ignored."""
+        self.is_valid()
+        data = self.cleaned_data
+        return QueueFilters(
+            agent=data.get("agent") or None,
+            outcome=data.get("outcome") or None,
+            why=QueueReason.from_slug(data.get("why") or ""),
+        )
+
+
+def _rank_cursor(request: AuthedRequest) -> str | None:
+    """The page cursor if it is well-formed; a mangled one shows the first page."""
+    cursor = request.GET.get("cursor") or None
+    if cursor is None:
+        return None
+    try:
+        decode_rank_cursor(cursor)
+    except DomainError:
+        return None
+    return cursor
 
 
 @require_GET
 @project_page()
 def queue(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
-    overview = selectors.queue_overview(project=access.project, user=request.user)
-    claim = selectors.claim_open_for(user=request.user, project=access.project)
-    return render(request, "traces/queue.html", {**overview, "claim": claim})
+    form = QueueFilterForm(request.GET)
+    filters = form.filters()
+    result = selectors.queue_page(
+        project=access.project, user=request.user, filters=filters,
+        cursor=_rank_cursor(request), limit=PAGE_SIZE,
+    )  # fmt: skip
+    context = {
+        "form": form,
+        "is_filtered": filters.is_filtered,
+        "result": result,
+        "query": query_without_cursor(request),
+        "claim": selectors.claim_open_for(user=request.user, project=access.project),
+        "guidelines": access.project.review_guidelines,
+        "is_admin": access.is_admin,
+    }
+    return render_page_or_partial(request, "traces/queue.html", "results", context)
+
+
+@require_POST
+@project_page(admin=True)
+def queue_guidelines(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
+    text = request.POST.get("guidelines", "")
+    try:
+        review_claims.project_set_guidelines(project=access.project, text=text, user=request.user)
+    except DomainError as failure:
+        messages.error(request, f"Guidelines not saved: {failure.detail}.")
+    else:
+        messages.success(request, "Guidelines saved." if text.strip() else "Guidelines removed.")
+    return redirect("traces:queue")
 
 
 @require_POST

@@ -4,6 +4,7 @@ from django.views.decorators.http import require_GET
 from traces import selectors
 from traces.forms import TraceFilterForm
 from traces.http import AuthedRequest
+from traces.known_values import trace_known_values
 from traces.selectors import ProjectAccess
 from traces.views.common import (
     page_cursor,
@@ -33,4 +34,6 @@ def trace_list(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
         "is_filtered": form.is_filtered(),
         "api_url": request.build_absolute_uri("/api/v1/"),
     }
+    if not request.htmx:  # the filters' <datalist>s sit outside the results partial
+        context["known"] = trace_known_values(project=access.project)
     return render_page_or_partial(request, "traces/list.html", "results", context)

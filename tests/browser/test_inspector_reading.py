@@ -1,0 +1,249 @@
+"""A long trajectory in a real browser: folded long parts, filters and jumps with the keyboard,
+the review panel below the measured top bar at 1440 and 1024 px, hostile Markdown and JSON."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.pages.conftest import admin_user, make_trace, other_project, reviewer  # noqa: F401
+from tests.pages.test_inspector_reading import colleague, ingest_reading_trace  # noqa: F401
+from traces.models import Step
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def reading_trace(api, reviewer, colleague):  # noqa: F811
+    return ingest_reading_trace(api, user=reviewer, other_user=colleague)
+
+
+def _open(page, live_server, login, user, trace, query: str = ""):
+    login(page.context, user)
+    page.goto(f"{live_server.url}/traces/{trace.pk}/{query}")
+    expect(page.locator("li.step")).to_have_count(10)
+
+
+def _current(page) -> str:
+    return page.locator("li.step.is-current").get_attribute("data-index")
+
+
+def test_long_parts_start_folded_and_open_by_mouse_and_key(
+    page, live_server, login, reviewer, reading_trace, shot, console_errors  # noqa: F811
+):  # fmt: skip
+    errors = console_errors(page)
+    _open(page, live_server, login, reviewer, reading_trace)
+    shot(page, "30-inspector-long-folded")
+
+    system = page.locator("#step-0")
+    assert system.bounding_box()["height"] < 140  # was ~2,100 px at full height
+    preview = system.locator("summary .preview")
+    expect(preview).to_be_visible()
+    expect(preview).to_contain_text("Rule 1: you are the operations assistant")
+    expect(system.locator(".content")).to_be_hidden()
+
+    system.locator("summary").first.click()
+    expect(system.locator(".content")).to_be_visible()
+    expect(preview).to_be_hidden()  # the preview gives way to the text
+    assert system.bounding_box()["height"] > 600
+
+    page.keyboard.press("j")  # step 1 ...
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    page.keyboard.press("j")  # ... step 6, the long reasoning
+    assert _current(page) == "6"
+    reasoning = page.locator("#step-6 .content")
+    expect(reasoning).to_be_hidden()
+    page.keyboard.press("o")
+    expect(reasoning).to_be_visible()
+    page.keyboard.press("o")
+    expect(reasoning).to_be_hidden()
+
+    # A relabel swaps the step: what the reader opened stays open.
+    page.keyboard.press("o")
+    page.keyboard.press("2")
+    expect(page.locator("#step-6 .chip")).to_have_text("redundant")
+    expect(reasoning).to_be_visible()
+    shot(page, "31-inspector-opened-after-relabel")
+    assert errors == []
+
+
+def test_json_is_formatted_and_markdown_rendered_and_hostile_text_stays_text(
+    page, live_server, login, reviewer, reading_trace, shot, console_errors  # noqa: F811
+):  # fmt: skip
+    errors = console_errors(page)
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    _open(page, live_server, login, reviewer, reading_trace)
+
+    message = page.locator("#step-2 .content.markdown")
+    expect(message.locator("h4")).to_have_text("Plan")
+    expect(message.locator("strong")).to_have_text("read the logs")
+    expect(message.locator("ol > li")).to_have_count(2)
+    expect(message.locator("a")).to_have_count(1)  # the javascript: link is not a link
+    expect(message.locator("a")).to_have_attribute("href", "https://example.com/runbook")
+    expect(message).to_contain_text("<script>window.__xss='md'</script>")
+    expect(message).to_contain_text("<img src=x onerror=")
+
+    observation = page.locator("#step-3 .observation")
+    expect(observation.locator("summary .part").first).to_have_text("Observation")
+    expect(observation.locator("pre.obs.json")).to_contain_text('"exit_code": 137')
+    expect(observation.locator("pre.obs.json")).to_contain_text("<script>window.__xss='md'")
+    observation.locator("details.raw > summary").click()  # formatted / raw, via htmx
+    formatted = observation.locator(".raw-json")
+    expect(formatted).to_contain_text('"oom_killed": true')
+    observation.locator("details.json-raw > summary").click()
+    expect(observation.locator(".raw-text")).to_contain_text('"oom_killed":true')
+    shot(page, "32-inspector-json-and-markdown")
+
+    assert dialogs == [] and page.evaluate("window.__xss") is None
+    assert page.locator("img[src=x], [onerror], #step-2 script").count() == 0
+    for script in page.locator("script").all():
+        assert "__xss" not in (script.text_content() or "")
+    assert errors == []
+
+
+def test_filters_and_jumps_work_from_the_keyboard(
+    page, live_server, login, reviewer, reading_trace, shot, console_errors  # noqa: F811
+):  # fmt: skip
+    errors = console_errors(page)
+    _open(page, live_server, login, reviewer, reading_trace)
+    steps = page.locator("ol.steps")
+
+    page.keyboard.press("e")  # next error
+    assert _current(page) == "4"
+    expect(page.locator("#step-4")).to_be_focused()
+    expect(page.locator(".step-status")).to_have_text("Step 4: error 1 of 1.")
+    page.keyboard.press("e")  # the only one: from the top again
+    expect(page.locator(".step-status")).to_contain_text("from the top again")
+    page.keyboard.press("n")
+    assert _current(page) == "8"
+    page.keyboard.press("n")
+    assert _current(page) == "9"
+    page.keyboard.press("Shift+N")
+    assert _current(page) == "8"
+
+    page.keyboard.press("f")
+    expect(steps).to_have_attribute("data-show", "tools")
+    expect(page.locator("li.step:visible")).to_have_count(5)
+    expect(page.locator(".step-status")).to_have_text("Showing 5 of 10 steps: tool calls.")
+    assert "show=tools" in page.url
+    page.keyboard.press("k")  # j / k move among the shown steps only
+    assert _current(page) == "7"
+    page.keyboard.press("k")
+    assert _current(page) == "4"
+    shot(page, "33-inspector-filter-tools")
+
+    page.keyboard.press("f")
+    expect(page.locator("li.step:visible")).to_have_count(1)  # errors
+    assert _current(page) == "4"
+    page.keyboard.press("f")
+    expect(steps).to_have_attribute("data-show", "mine")
+    expect(page.locator("li.step:visible")).to_have_count(1)
+    assert _current(page) == "3"
+    expect(page.locator('[data-count="mine"]')).to_have_text("1")
+    page.keyboard.press("u")  # back to the machine's label: no longer "mine", out of the filter
+    expect(page.locator('[data-count="mine"]')).to_have_text("0")
+    expect(page.locator("li.step:visible")).to_have_count(0)
+    expect(page.locator(".step-status")).to_have_text("Showing 0 of 10 steps: labels you set.")
+
+    # Labelling a step makes it "mine": the count follows without a reload.
+    page.keyboard.press("f")  # all again
+    expect(page.locator("li.step:visible")).to_have_count(10)
+    page.keyboard.press("n")  # step 8, unlabelled
+    page.keyboard.press("1")
+    expect(page.locator("#step-8 .chip")).to_have_text("necessary")
+    expect(page.locator('[data-count="mine"]')).to_have_text("1")
+    page.keyboard.press("n")
+    assert _current(page) == "9"  # the only unlabelled step left
+
+    page.keyboard.press("?")
+    expect(page.locator("#shortcuts")).to_contain_text("next / previous error")
+    shot(page, "34-inspector-keys")
+    page.keyboard.press("Escape")
+    step = Step.objects.get(trace=reading_trace, index=8)
+    assert (step.label, step.labelled_by_id) == ("necessary", reviewer.pk)
+
+    # The filter bar works by mouse too, and a review-panel link to a hidden step shows all.
+    page.get_by_role("link", name=re.compile("^Errors")).click()
+    expect(page.locator("li.step:visible")).to_have_count(1)
+    page.locator(".review-panel .step-links a", has_text="0").first.click()
+    expect(steps).to_have_attribute("data-show", "")
+    expect(page.locator("#step-0")).to_be_in_viewport()
+    assert errors == []
+
+
+def test_a_filter_link_works_without_javascript(
+    browser, live_server, login, reviewer, reading_trace  # noqa: F811
+):  # fmt: skip
+    context = browser.new_context(
+        java_script_enabled=False, viewport={"width": 1440, "height": 900}
+    )
+    page = context.new_page()
+    _open(page, live_server, login, reviewer, reading_trace, "?show=errors")
+
+    expect(page.locator("li.step:visible")).to_have_count(1)
+    expect(page.locator("#step-4")).to_be_visible()
+    expect(page.locator(".step-status")).to_have_text("Showing 1 of 10 steps: errors.")
+    page.locator("#step-4 details.args > summary").click()  # <details> opens without JS too
+    expect(page.locator("#step-4 details.args pre")).to_contain_text('"cmd": "docker logs web"')
+    context.close()
+
+
+@pytest.mark.parametrize("width", [1440, 1024])
+def test_the_review_panel_and_steps_stay_below_the_top_bar(
+    page, live_server, login, reviewer, reading_trace, shot, width  # noqa: F811
+):  # fmt: skip
+    page.set_viewport_size({"width": width, "height": 900})
+    _open(page, live_server, login, reviewer, reading_trace)
+    bar = page.locator(".topbar").bounding_box()
+    print(f"top bar at {width} px: {bar['height']:.1f} px high")
+    assert page.evaluate(
+        "getComputedStyle(document.documentElement).getPropertyValue('--hs-topbar-height')"
+    ) == f"{bar['height']:g}px"  # fmt: skip
+
+    page.locator("#step-0 summary").first.click()  # a long page to scroll
+    page.locator("#step-7 summary").first.click()
+    page.mouse.wheel(0, 1500)
+    page.wait_for_timeout(200)
+    heading = page.locator(".review-panel > h2").first
+    if width > 1024:  # two columns: the panel sticks below the bar, its heading readable
+        box = heading.bounding_box()
+        assert box["y"] >= bar["y"] + bar["height"]
+        hit = page.evaluate(
+            "([x, y]) => document.elementFromPoint(x, y).closest('.review-panel') !== null",
+            [box["x"] + 5, box["y"] + box["height"] / 2],
+        )
+        assert hit  # nothing lies on top of it
+    shot(page, f"35-inspector-scrolled-{width}")
+
+    page.keyboard.press("e")  # a jump lands below the bar, not under it
+    page.wait_for_timeout(200)
+    step = page.locator("#step-4").bounding_box()
+    assert step["y"] >= bar["height"]
+    page.keyboard.press("n")
+    page.wait_for_timeout(200)
+    assert page.locator("#step-8").bounding_box()["y"] >= bar["height"]
+    shot(page, f"36-inspector-jumped-{width}")
+
+
+def test_with_a_queue_claim_the_panel_sits_below_the_bar_and_the_claim_bar(
+    page, live_server, login, reviewer, project, reading_trace, shot  # noqa: F811
+):  # fmt: skip
+    from traces.services.review_claims import claim_next
+
+    claim = claim_next(project=project, user=reviewer)
+    assert claim is not None and claim.trace_id == reading_trace.pk
+    _open(page, live_server, login, reviewer, reading_trace)
+    page.locator("#step-0 summary").first.click()
+    page.mouse.wheel(0, 1500)
+    page.wait_for_timeout(200)
+
+    bar = page.locator(".topbar").bounding_box()
+    claim_bar = page.locator(".claim-bar").bounding_box()
+    heading = page.locator(".review-panel > h2").first.bounding_box()
+    assert abs(claim_bar["y"] - (bar["y"] + bar["height"])) < 1  # stuck right below the bar
+    assert heading["y"] >= claim_bar["y"] + claim_bar["height"]
+    shot(page, "37-inspector-claimed-scrolled")
