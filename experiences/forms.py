@@ -7,7 +7,7 @@ from django import forms
 
 from experiences.models import Experience
 from experiences.selectors import ExperienceFilters
-from traces.forms import suggested_text
+from traces.forms import ListFilterForm, suggested_text
 from traces.models import Trace
 
 
@@ -42,7 +42,7 @@ SCOPE_CHOICES = [
 ]
 
 
-class ExperienceFilterForm(forms.Form):
+class ExperienceFilterForm(ListFilterForm):
     q = forms.CharField(required=False, max_length=200, label="Search the advice")
     status = forms.ChoiceField(required=False, choices=_blank(Experience.Status.choices))
     scope = forms.ChoiceField(required=False, choices=_blank(SCOPE_CHOICES))
@@ -53,14 +53,10 @@ class ExperienceFilterForm(forms.Form):
     agent = suggested_text("known-agents", max_length=200)
 
     def filters(self) -> ExperienceFilters:
-        """The valid filters; an invalid field is ignored."""
+        """The valid filters; an invalid field is left out (see ListFilterForm)."""
         self.is_valid()  # cleaned_data then holds the valid fields only
         data = {name: value or None for name, value in self.cleaned_data.items()}
         return ExperienceFilters(**data)
-
-    def is_filtered(self) -> bool:
-        self.is_valid()
-        return any(self.cleaned_data.values())
 
 
 # The page's <datalist>s of known values (templates/experiences/library.html#known_values).

@@ -22,7 +22,7 @@ from experiences.services.dedup import experience_neighbours, specificity
 from traces.errors import NotFound
 from traces.models import Project
 from traces.pagination import Page, paginate_by_id, paginate_by_rank
-from traces.selectors import capped_count
+from traces.selectors.trace_list import capped_count
 
 # The library's "scope" filter: which scope list must be non-empty.
 SCOPE_FIELDS = {

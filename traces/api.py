@@ -6,7 +6,6 @@ from django.http import HttpRequest
 from ninja import Query, Router
 from ninja.responses import Status
 
-from traces import selectors
 from traces.auth import require_scope
 from traces.inputs import QueryIn
 from traces.review import service as review_service
@@ -24,6 +23,7 @@ from traces.schemas import (
     TraceOpenIn,
     errors,
 )
+from traces.selectors.trace_list import TraceFilters, trace_get, trace_list
 from traces.services import imports, ingest, streaming
 
 router = Router(tags=["traces"])
@@ -131,8 +131,8 @@ class TraceListParams(QueryIn):
 def get_traces(request: HttpRequest, params: Query[TraceListParams]):
     """Traces of the key's project, newest first, with cursor pagination."""
     key = require_scope(request, "ingest", "admin")
-    filters = selectors.TraceFilters(**params.model_dump(exclude={"cursor", "limit"}))
-    page = selectors.trace_list(
+    filters = TraceFilters(**params.model_dump(exclude={"cursor", "limit"}))
+    page = trace_list(
         projects=[key.project],
         filters=filters,
         cursor=params.cursor,
@@ -145,7 +145,7 @@ def get_traces(request: HttpRequest, params: Query[TraceListParams]):
 def get_trace(request: HttpRequest, trace_id: int):
     """One trace with its steps (and their labels) and its reviews."""
     key = require_scope(request, "ingest", "admin")
-    return selectors.trace_get(project=key.project, trace_id=trace_id)
+    return trace_get(project=key.project, trace_id=trace_id)
 
 
 @router.post("/traces/{trace_id}/review", response={200: TraceAcceptedOut, **errors(404, 409)})

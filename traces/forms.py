@@ -10,7 +10,7 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.utils import timezone
 
 from traces.models import ApiKey, Membership, Step, Trace
-from traces.selectors import TraceFilters
+from traces.selectors.trace_list import TraceFilters
 
 
 def _blank(choices: list[tuple[str, str]], label: str = "any") -> list[tuple[str, str]]:
@@ -26,7 +26,40 @@ def suggested_text(list_id: str, *, max_length: int) -> forms.CharField:
     )
 
 
-class TraceFilterForm(forms.Form):
+class ListFilterForm(forms.Form):
+    """The filters of a dashboard list, from its query string. A value that does not parse (an
+    unknown choice, a malformed date, a date range upside down) is left out of the filters,
+    never silently: the field carries its error and `not_applied()` names it for the page."""
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        since, until = data.get("since"), data.get("until")
+        if since and until and since > until:
+            # both out: either one alone would not be the range that was asked for
+            self.add_error("since", "Later than Until: neither date was applied.")
+            self.add_error("until", "Earlier than Since: neither date was applied.")
+        return data
+
+    def not_applied(self) -> list[tuple[str, str]]:
+        """(label, error) of each filter that was asked for but not applied."""
+        self.is_valid()
+        return [
+            (str(self[name].label), " ".join(str(e) for e in errors))
+            for name, errors in self.errors.items()
+            if name in self.fields
+        ]
+
+    def is_filtered(self) -> bool:
+        self.is_valid()
+        return any(self.cleaned_data.values())
+
+    def active_count(self) -> int:
+        """How many filters are applied (shown on the folded filters of a narrow screen)."""
+        self.is_valid()
+        return sum(1 for value in self.cleaned_data.values() if value)
+
+
+class TraceFilterForm(ListFilterForm):
     q = forms.CharField(required=False, max_length=200, label="Search the task")
     # Suggestions from the page's <datalist>s (templates/traces/list.html); a part of a value
     # is enough ("gpt" finds "gpt-4o-mini"), any case.
@@ -51,7 +84,7 @@ class TraceFilterForm(forms.Form):
     )
 
     def filters(self) -> TraceFilters:
-        """The valid filters; an invalid field is ignored (and shown as an error by the form)."""
+        """The valid filters; an invalid field is left out (see ListFilterForm)."""
         self.is_valid()  # cleaned_data then holds the valid fields only
         data = self.cleaned_data
         return TraceFilters(
@@ -70,10 +103,6 @@ class TraceFilterForm(forms.Form):
     def selected_label_source(self) -> str | None:
         self.is_valid()
         return self.cleaned_data.get("label_source") or None
-
-    def is_filtered(self) -> bool:
-        self.is_valid()
-        return any(self.cleaned_data.values())
 
 
 def _day_start(day: date | None, *, days_after: int = 0) -> datetime | None:
@@ -97,7 +126,7 @@ class RelabelForm(forms.Form):
         return data
 
 
-class AuditFilterForm(forms.Form):
+class AuditFilterForm(ListFilterForm):
     # Pickers of the values the project's log holds; still plain text underneath, so an older
     # link with an action prefix ("?action=member") keeps filtering (it is added as an option).
     action = forms.CharField(required=False, max_length=64, widget=forms.Select)

@@ -240,6 +240,9 @@ class Step(models.Model):
         HEURISTIC = "heuristic"
         HUMAN = "human"
 
+    # Labels a reviewer (not a person) gave: what "Accept all" confirms, what agreement compares.
+    MACHINE_LABEL_SOURCES = (LabelSource.LLM, LabelSource.HEURISTIC)
+
     trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="steps")
     index = models.PositiveIntegerField()
     # The acting agent when several agents share a trajectory; defaults to the trace's agent.

@@ -95,3 +95,24 @@ def paginate_by_rank[M: Model](
         else None
     )
     return RankedPage(items=rows, next_cursor=next_cursor, start=shown + 1)
+
+
+@dataclass(frozen=True)
+class NewerPage:
+    """The way back from a page of paginate_by_id: the page just before it (newer rows)."""
+
+    cursor: str | None  # None: that page is the first one (no cursor)
+
+
+def newer_page(queryset: QuerySet, *, cursor: str | None, limit: int) -> NewerPage | None:
+    """The page before `cursor`'s page in paginate_by_id's order, or None on the first page.
+
+    `cursor` shows the rows with id < C; the page before it holds the `limit` rows with the
+    smallest ids >= C, and its own cursor is the id just above them (one extra row tells)."""
+    if not cursor:
+        return None
+    boundary = decode_cursor(cursor)
+    above = list(
+        queryset.filter(pk__gte=boundary).order_by("pk").values_list("pk", flat=True)[: limit + 1]
+    )
+    return NewerPage(cursor=encode_cursor(above[limit]) if len(above) > limit else None)

@@ -6,7 +6,7 @@ from django.shortcuts import render
 from experiences import selectors
 from experiences.models import Experience, ExperienceMerge, KbArticle, MergeProposal
 from traces.http import AuthedRequest
-from traces.selectors import ProjectAccess
+from traces.selectors.access import ProjectAccess
 from traces.views.common import dashboard_for
 
 

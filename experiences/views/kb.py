@@ -15,8 +15,8 @@ from experiences.forms import KbArticleForm
 from experiences.services import kb
 from experiences.views._shared import _forbidden, _get_article_for_user
 from traces.http import AuthedRequest
-from traces.selectors import ProjectAccess
-from traces.views.common import project_page
+from traces.selectors.access import ProjectAccess
+from traces.views.common import project_page, vary_on_htmx, wants_partial
 
 KB = "experiences/kb.html"
 
@@ -63,11 +63,10 @@ def kb_rebuild(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
 @project_page()
 def kb_rebuild_status(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     """The rebuild's progress, polled by the KB page while it is queued or running."""
-    if not request.htmx:
-        return redirect("experiences:kb")
+    if not wants_partial(request):
+        return vary_on_htmx(redirect("experiences:kb"))
     context = {"is_admin": access.is_admin, **_rebuild_context(access)}
-    response = render(request, f"{KB}#rebuild", context)
-    response.headers["Vary"] = "HX-Request"
+    response = vary_on_htmx(render(request, f"{KB}#rebuild", context))
     if context["rebuild"] is not None and context["rebuild"].state == kb.DONE:
         # Only a page that was polling asks. experiences.js reloads it to show the new articles,
         # unless an article is being edited there (a reload would lose the unsaved text).
@@ -91,8 +90,10 @@ def kb_article_edit(request: AuthedRequest, article_id: int) -> HttpResponse:
             return redirect(reverse("experiences:kb") + f"#article-{article.pk}")
         return render(request, f"{KB}#article", {"article": article, "is_admin": True})
     status = 422 if form.is_bound else 200
-    template = f"{KB}#article_form" if request.htmx else "experiences/kb_edit.html"
-    return render(request, template, {"article": article, "form": form}, status=status)
+    template = f"{KB}#article_form" if wants_partial(request) else "experiences/kb_edit.html"
+    return vary_on_htmx(
+        render(request, template, {"article": article, "form": form}, status=status)
+    )
 
 
 @require_GET

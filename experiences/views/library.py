@@ -31,7 +31,7 @@ from experiences.services import curation
 from experiences.views._shared import _forbidden, _get_experience_for_user
 from traces.errors import DomainError
 from traces.http import AuthedRequest
-from traces.selectors import ProjectAccess
+from traces.selectors.access import ProjectAccess
 from traces.views.common import (
     page_cursor,
     project_page,

@@ -21,7 +21,7 @@ from experiences.views._shared import (
 from traces.errors import DomainError
 from traces.http import AuthedRequest
 from traces.pagination import decode_rank_cursor
-from traces.selectors import ProjectAccess
+from traces.selectors.access import ProjectAccess
 from traces.views.common import (
     page_cursor,
     project_page,

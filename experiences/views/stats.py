@@ -4,13 +4,17 @@ from django.views.decorators.http import require_GET
 
 from experiences import selectors
 from traces.http import AuthedRequest
-from traces.selectors import ProjectAccess
+from traces.selectors.access import ProjectAccess
 from traces.views.common import project_page
 
 
 @require_GET
 @project_page()
 def experience_stats(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
-    """The experience half of /stats/, loaded into that page by htmx (traces stays unaware)."""
+    """The experience half of /stats/: loaded into that page by htmx (traces stays unaware),
+    or a page of its own (the link that /stats/ shows without JavaScript)."""
     stats = selectors.experience_stats(project=access.project)
-    return render(request, "experiences/stats_partial.html", {"stats": stats})
+    template = "experiences/stats_partial.html" if request.htmx else "experiences/stats.html"
+    response = render(request, template, {"stats": stats})
+    response.headers["Vary"] = "HX-Request"
+    return response

@@ -1,13 +1,29 @@
 // Charts of the stats page; the figures come from the page's json_script block (escaped JSON).
+// The page shows every figure as a table without JavaScript (templates/traces/stats.html):
+// a chart is drawn over its table, which then stays for screen readers only.
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("stats-data").textContent);
+  document.querySelectorAll("[data-js-only]").forEach(function (el) { el.hidden = false; });
+
+  function canvas(id) {
+    var element = document.getElementById(id);
+    if (!element) return null;
+    element.hidden = false;
+    var figure = element.closest(".figure");
+    if (figure) {
+      figure.classList.add("has-chart");
+      // the table is then for screen readers only: no invisible stop for the Tab key
+      figure.querySelectorAll(".figure-table").forEach(function (box) { box.removeAttribute("tabindex"); });
+    }
+    return element;
+  }
   var colours = { necessary: "#1f7a4d", redundant: "#5c6670", misleading: "#9a5b00", failed: "#b42318" };
   var sourceColours = { llm: "#2563eb", heuristic: "#d29922", human: "#6d4bd1" };
   Chart.defaults.font.size = 12;
   Chart.defaults.animation = false;
 
-  new Chart(document.getElementById("chart-labels"), {
+  new Chart(canvas("chart-labels"), {
     type: "bar",
     data: {
       labels: data.labels,
@@ -19,7 +35,7 @@
     options: { responsive: true, scales: { y: { beginAtZero: true, ticks: { precision: 0 } } } }
   });
 
-  new Chart(document.getElementById("chart-status"), {
+  new Chart(canvas("chart-status"), {
     type: "bar",
     data: {
       labels: data.statuses.map(function (s) { return s[0]; }),
@@ -28,7 +44,7 @@
     options: { indexAxis: "y", plugins: { legend: { display: false } }, scales: { x: { beginAtZero: true, ticks: { precision: 0 } } } }
   });
 
-  new Chart(document.getElementById("chart-days"), {
+  if (data.per_day.length) new Chart(canvas("chart-days"), {
     type: "line",
     data: {
       labels: data.per_day.map(function (d) { return d[0]; }),
@@ -37,7 +53,7 @@
     options: { plugins: { legend: { display: false } }, scales: { y: { beginAtZero: true, ticks: { precision: 0 } } } }
   });
 
-  var agreement = document.getElementById("chart-agreement");
+  var agreement = canvas("chart-agreement");
   if (agreement) {
     var rows = data.agreement.rows;
     new Chart(agreement, {

@@ -490,7 +490,7 @@ def test_an_unexpected_error_is_a_json_500_and_logged(full_api, monkeypatch, cap
     def broken(**kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("traces.selectors.trace_list", broken)
+    monkeypatch.setattr("traces.api.trace_list", broken)
     response = full_api.get("traces")
 
     assert response.status_code == 500

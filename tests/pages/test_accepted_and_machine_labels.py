@@ -7,7 +7,7 @@ import pytest
 
 from traces.errors import NotFound
 from traces.models import AuditEvent, Review, ReviewClaim, Step, Trace
-from traces.selectors import label_agreement
+from traces.selectors.stats import label_agreement
 from traces.services.labels import LabelConflict, step_relabel
 
 

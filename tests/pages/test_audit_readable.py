@@ -6,6 +6,7 @@ import pytest
 from experiences.services import curation
 from tests.experience_pages.conftest import make_experience  # noqa: F401 - fixture
 from traces.models import AuditEvent
+from traces.selectors.audit import audit_list
 from traces.services.audit import audit_event
 
 pytestmark = pytest.mark.django_db
@@ -131,13 +132,14 @@ def test_an_action_prefix_from_an_older_link_still_filters(client_for, admin_use
 
 
 def test_paging_keeps_the_filters(client_for, admin_user, project, monkeypatch):
-    from traces import selectors
 
     for i in range(3):
         audit_event(action="member.add", object_type="membership", object_id=i, project=project)
     audit_event(action="trace.ingest", object_type="trace", object_id=9, project=project)
-    original = selectors.audit_list
-    monkeypatch.setattr(selectors, "audit_list", lambda **kw: original(**{**kw, "limit": 2}))
+    original = audit_list
+    monkeypatch.setattr(
+        "traces.views.audit.audit_list", lambda **kw: original(**{**kw, "limit": 2})
+    )
     client = client_for(admin_user)
 
     first = client.get("/audit/?action=member.add").content.decode()

@@ -4,7 +4,8 @@ row, long text a click from whole, links to each step, and errors that say what 
 import re
 
 from traces.models import Step
-from traces.selectors import external_id_stem, word_diff
+from traces.presentation import word_diff
+from traces.selectors.compare import external_id_stem
 
 
 def test_the_word_diff_keeps_the_spacing_and_marks_each_sides_words():

@@ -3,7 +3,7 @@
 import json
 
 from traces.models import Step
-from traces.selectors import cohen_kappa
+from traces.selectors.stats import cohen_kappa
 
 
 def test_cohen_kappa_matches_the_textbook():

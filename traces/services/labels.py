@@ -15,13 +15,12 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from traces import selectors
 from traces.errors import Conflict, InvalidInput, NotFound
 from traces.models import Step, Trace
+from traces.selectors.inspector import machine_opinion_for
 from traces.services.audit import audit_event
 from traces.services.review_queue import trace_rederive_enqueue
 
-MACHINE_SOURCES = (Step.LabelSource.LLM, Step.LabelSource.HEURISTIC)
 MAX_REASON_CHARS = 2000
 
 
@@ -84,7 +83,7 @@ def step_relabel(
             raise LabelConflict(step)
         now = timezone.now()
         if to_machine:
-            opinion = selectors.machine_opinion_for(trace=trace, index=index)
+            opinion = machine_opinion_for(trace=trace, index=index)
             if opinion is None:
                 raise NotFound(f"the machine gave no label for step {index}")
             state = (opinion.label, opinion.reviewer, opinion.reason, opinion.confidence)
@@ -146,7 +145,7 @@ def trace_accept_all(*, trace: Trace, seen_versions: dict[int, int], user: User)
         )
         accepted = [
             s for s in steps
-            if s.label and s.label_source in MACHINE_SOURCES
+            if s.label and s.label_source in Step.MACHINE_LABEL_SOURCES
             and seen_versions[s.index] == s.label_version
         ]  # fmt: skip
         # The reviewer's own relabels since the page was shown are not "changed by others".

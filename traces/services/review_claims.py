@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from traces.errors import Conflict, InvalidInput
 from traces.models import Project, ReviewClaim
-from traces.selectors import claim_open_for, queue_candidates
+from traces.selectors.queue import claim_open_for, queue_candidates
 from traces.services.audit import audit_event
 from traces.services.labels import AcceptResult, trace_accept_all
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from django import template
 from django.template import Context
+from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
@@ -263,7 +264,18 @@ def _content(step: Any) -> str:
     return _fold(name, text, inner, key="content", is_open=False, note=note, gist=gist)
 
 
-def _observation(step: Any, base: str) -> str:
+# A step index no trajectory has: reverse() runs once per trace and URL name, and the step's own
+# index takes its place (the inspector draws up to thousands of steps).
+_ANY_INDEX = 2_147_483_647
+
+
+@lru_cache(maxsize=4096)
+def step_url(name: str, trace_id: int) -> str:
+    """The URL of a per-step view (traces:step_raw, traces:step_label) with `{}` for the index."""
+    return reverse(name, args=[trace_id, _ANY_INDEX]).replace(str(_ANY_INDEX), "{}")
+
+
+def _observation(step: Any, trace_id: int) -> str:
     text = step.observation
     pretty = json_pretty(text)
     shown = text if pretty is None else pretty
@@ -277,7 +289,7 @@ def _observation(step: Any, base: str) -> str:
     cut = " (cut at the storage limit)" if step.is_observation_truncated else ""
     looks_json = text.lstrip().startswith(("{", "["))
     what = "Full observation: formatted / raw" if looks_json else "Raw observation"
-    raw = f"{base}{step.index}/raw/"
+    raw = step_url("traces:step_raw", trace_id).format(step.index)
     return (
         f'<div class="observation">{summary}'
         f'<details class="raw" data-fold="raw" hx-get="{raw}" hx-trigger="toggle once" '
@@ -305,7 +317,7 @@ def raw_observation(raw: str) -> SafeString:
     return mark_safe(raw_observation_html(raw))  # noqa: S308 - every value escaped there
 
 
-def _body(step: Any, base: str) -> list[str]:
+def _body(step: Any, trace_id: int) -> list[str]:
     parts = [was] if (was := _machine_was(step)) else []
     if step.label_reason:
         parts.append(f'<p class="label-reason"><bdi>{_e(step.label_reason)}</bdi></p>')
@@ -318,7 +330,7 @@ def _body(step: Any, base: str) -> list[str]:
             f"</summary><pre><code>{_e(step.arguments_json)}</code></pre></details>"
         )
     if step.observation:
-        parts.append(_observation(step, base))
+        parts.append(_observation(step, trace_id))
     if step.context_items or step.context_extra_json:
         items = "".join(
             f"<dt>{_e(k)}</dt><dd><bdi>{_e(v)}</bdi></dd>" for k, v in step.context_items
@@ -335,8 +347,8 @@ def _body(step: Any, base: str) -> list[str]:
     return parts
 
 
-def _form(step: Any, base: str, csrf: str) -> str:
-    url = f"{base}{step.index}/label/"
+def _form(step: Any, trace_id: int, csrf: str) -> str:
+    url = step_url("traces:step_label", trace_id).format(step.index)
     buttons = "".join(
         f'<button type="submit" name="label" value="{label}" data-key="{n}" '
         f'class="lbl lbl-{label}" aria-pressed="{"true" if step.label == label else "false"}">'
@@ -367,15 +379,15 @@ def _form(step: Any, base: str, csrf: str) -> str:
 
 
 def step_item_html(step: Any, *, trace: Any, csrf: str, conflict: str = "") -> str:
-    base = f"/traces/{int(trace.pk)}/steps/"
+    trace_id = int(trace.pk)
     parts = [_head(step, trace.agent)]
     if conflict:
         parts.append(
             f'<p class="conflict" role="alert"><strong>Not saved.</strong> {_e(conflict)}. '
             "The step below shows the current value; choose again to change it.</p>"
         )
-    parts += _body(step, base)
-    parts.append(_form(step, base, csrf))
+    parts += _body(step, trace_id)
+    parts.append(_form(step, trace_id, csrf))
     error = " is-error" if step.is_error else ""
     # data-kind / is-error / data-mine: what the step filters (tool calls, errors, my changes) match
     mine = " data-mine" if getattr(step, "is_own_change", False) else ""

@@ -6,12 +6,12 @@ from django.http import HttpResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from traces import selectors
 from traces.forms import AuditFilterForm
 from traces.http import AuthedRequest
 from traces.known_values import audit_known_values
 from traces.models import AuditEvent
-from traces.selectors import ProjectAccess
+from traces.selectors.access import ProjectAccess
+from traces.selectors.audit import audit_list
 from traces.views.common import (
     page_cursor,
     project_page,
@@ -25,9 +25,7 @@ from traces.views.common import (
 def audit(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     known = audit_known_values(project=access.project)
     form = AuditFilterForm(request.GET, actions=known.actions, object_types=known.object_types)
-    page = selectors.audit_list(
-        project=access.project, cursor=page_cursor(request), **form.values()
-    )
+    page = audit_list(project=access.project, cursor=page_cursor(request), **form.values())
     context = {
         "form": form,
         "page": page,

@@ -12,13 +12,13 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from traces import selectors
 from traces.errors import DomainError
 from traces.http import AuthedRequest
 from traces.pagination import decode_cursor
-from traces.selectors import ProjectAccess
+from traces.selectors.access import ProjectAccess, project_access_list
 
 SESSION_PROJECT = "hindsight_project_id"
 
@@ -35,7 +35,7 @@ def dashboard_for(request: AuthedRequest) -> Dashboard:
     cached = getattr(request, "_hindsight_dashboard", None)
     if cached is not None:
         return cached
-    accesses = selectors.project_access_list(user=request.user)
+    accesses = project_access_list(user=request.user)
     wanted = request.session.get(SESSION_PROJECT)
     current = next((a for a in accesses if a.project.pk == wanted), None)
     dashboard = Dashboard(
@@ -85,14 +85,26 @@ def query_without_cursor(request: AuthedRequest) -> str:
     return query.urlencode()
 
 
+def wants_partial(request: AuthedRequest) -> bool:
+    """An htmx request for a part of a page. Not a boosted navigation, and not a history
+    restore: after `hx-push-url`, a back button whose page is no longer in htmx's cache asks
+    the URL again with HX-History-Restore-Request and must get the whole page."""
+    htmx = request.htmx
+    return bool(htmx) and not htmx.boosted and not htmx.history_restore_request
+
+
+def vary_on_htmx(response: HttpResponse) -> HttpResponse:
+    """For a GET whose answer depends on HX-Request: caches keep the two apart."""
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
 def render_page_or_partial(
     request: AuthedRequest, template: str, partial: str, context: dict
 ) -> HttpResponse:
     """The partial for htmx, the whole page otherwise (never cached across the two)."""
-    name = f"{template}#{partial}" if request.htmx and not request.htmx.boosted else template
-    response = render(request, name, context)
-    response.headers["Vary"] = "HX-Request"
-    return response
+    name = f"{template}#{partial}" if wants_partial(request) else template
+    return vary_on_htmx(render(request, name, context))
 
 
 def redirect_to_next(request: AuthedRequest, default: str) -> HttpResponse:

@@ -6,9 +6,11 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from traces import selectors
 from traces.http import AuthedRequest
 from traces.models import Trace
+from traces.presentation import compare_rows
+from traces.selectors.compare import steps_aligned, trace_other_runs
+from traces.selectors.inspector import trace_inspect
 from traces.views.common import dashboard_for
 
 
@@ -37,7 +39,7 @@ def _asked(request: AuthedRequest) -> tuple[str, str, str]:
 
 
 def _get_trace_for_user(request: AuthedRequest, trace_id: str) -> Trace | None:
-    return selectors.trace_inspect(trace_id=int(trace_id), projects=dashboard_for(request).projects)
+    return trace_inspect(trace_id=int(trace_id), projects=dashboard_for(request).projects)
 
 
 @require_GET
@@ -51,12 +53,12 @@ def trace_compare(request: AuthedRequest) -> HttpResponse:
         return _pick(request, a=a, b=b, status=404, error=f"Trace #{a} is not in your projects.")
     if not b or a == b:
         error = "That is the same trajectory twice: pick another one." if b else ""
-        runs = selectors.trace_other_runs(trace=first)
+        runs = trace_other_runs(trace=first)
         return _pick(
             request, a=a, first=first, other_runs=runs, error=error, status=400 if b else 200
         )
     second = _get_trace_for_user(request, b)
     if second is None:
         return _pick(request, a=a, b=b, status=404, error=f"Trace #{b} is not in your projects.")
-    rows = selectors.steps_aligned(first, second)
+    rows = compare_rows(steps_aligned(first, second))
     return render(request, "traces/compare.html", {"a": first, "b": second, "rows": rows})

@@ -10,14 +10,29 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from traces import selectors
 from traces.errors import DomainError
 from traces.forms import RelabelForm
 from traces.http import AuthedRequest
 from traces.models import Step, Trace
+from traces.presentation import (
+    STEP_FILTERS,
+    reviews_drop_repeats,
+    step_decorate,
+    step_mark_for_reading,
+    steps_mark_for_reading,
+    trace_decorate,
+)
+from traces.selectors.inspector import (
+    machine_label_versions,
+    parse_label_versions,
+    step_for_trace,
+    trace_inspect,
+    trace_is_heuristic,
+)
+from traces.selectors.queue import claim_open_for
 from traces.services import labels
 from traces.services.labels import LabelConflict
-from traces.views.common import dashboard_for
+from traces.views.common import dashboard_for, vary_on_htmx, wants_partial
 
 
 def _get_trace_for_user(request: AuthedRequest, trace_id: int) -> Trace:
@@ -33,19 +48,19 @@ def _get_trace_for_user(request: AuthedRequest, trace_id: int) -> Trace:
 
 
 def _inspector_context(request: AuthedRequest, trace: Trace) -> dict[str, Any]:
-    claim = selectors.claim_open_for(user=request.user, project=trace.project)
+    claim = claim_open_for(user=request.user, project=trace.project)
     steps = list(trace.steps.all())
     reviews = list(trace.reviews.all())
-    selectors.reviews_drop_repeats(reviews)
+    reviews_drop_repeats(reviews)
     show = request.GET.get("show", "")
     return {
         "trace": trace,
         "steps": steps,
-        "overview": selectors.steps_mark_for_reading(steps, user=request.user),
-        "show": show if show in selectors.STEP_FILTERS else "",
+        "overview": steps_mark_for_reading(steps, user=request.user),
+        "show": show if show in STEP_FILTERS else "",
         "reviews": reviews,
-        "is_heuristic": selectors.trace_is_heuristic(trace),
-        "machine_versions": selectors.machine_label_versions(trace),
+        "is_heuristic": trace_is_heuristic(trace),
+        "machine_versions": machine_label_versions(trace),
         "claim": claim if claim is not None and claim.trace_id == trace.pk else None,
         "labels": Step.Label.choices,
     }
@@ -54,9 +69,10 @@ def _inspector_context(request: AuthedRequest, trace: Trace) -> dict[str, Any]:
 @require_GET
 @login_required
 def trace_detail(request: AuthedRequest, trace_id: int) -> HttpResponse:
-    trace = selectors.trace_inspect(trace_id=trace_id, projects=dashboard_for(request).projects)
+    trace = trace_inspect(trace_id=trace_id, projects=dashboard_for(request).projects)
     if trace is None:
         raise Http404("trace not found")
+    trace_decorate(trace)
     return render(request, "traces/detail.html", _inspector_context(request, trace))
 
 
@@ -68,17 +84,16 @@ def step_raw(request: AuthedRequest, trace_id: int, index: int) -> HttpResponse:
     if step is None:
         raise Http404("step not found")
     dropped = trace.observations_raw_dropped_at if not step.observation_raw else None
-    if not request.htmx:
+    if not wants_partial(request):
         text = step.observation_raw or (
             f"The raw observation was dropped on {dropped:%Y-%m-%d} after the retention time; "
             "the summary on the trajectory page is what is kept.\n"
             if dropped
             else ""
         )
-        return HttpResponse(text, content_type="text/plain; charset=utf-8")
-    return render(
-        request, "traces/detail.html#raw", {"trace": trace, "step": step, "dropped": dropped}
-    )
+        return vary_on_htmx(HttpResponse(text, content_type="text/plain; charset=utf-8"))
+    context = {"trace": trace, "step": step, "dropped": dropped}
+    return vary_on_htmx(render(request, "traces/detail.html#raw", context))
 
 
 @require_POST
@@ -103,9 +118,9 @@ def step_label(request: AuthedRequest, trace_id: int, index: int) -> HttpRespons
         if error:
             messages.error(request, error)
         return redirect(f"{reverse('traces:detail', args=[trace.pk])}#step-{index}")
-    step = selectors.step_for_trace(trace=trace, index=index)
+    step = step_for_trace(trace=trace, index=index)
     if step is not None:
-        selectors.step_mark_for_reading(step, user=request.user)
+        step_mark_for_reading(step_decorate(step), user=request.user)
     context = {"trace": trace, "step": step, "labels": Step.Label.choices, "conflict": error}
     return render(request, "traces/detail.html#step", context, status=status)
 
@@ -114,7 +129,7 @@ def step_label(request: AuthedRequest, trace_id: int, index: int) -> HttpRespons
 @login_required
 def trace_accept(request: AuthedRequest, trace_id: int) -> HttpResponse:
     trace = _get_trace_for_user(request, trace_id)
-    seen = selectors.parse_label_versions(request.POST.get("versions", ""))
+    seen = parse_label_versions(request.POST.get("versions", ""))
     result = labels.trace_accept_all(trace=trace, seen_versions=seen, user=request.user)
     _say_accepted(request, result)
     url = reverse("traces:detail", args=[trace.pk])

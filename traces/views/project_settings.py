@@ -7,20 +7,19 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from traces import selectors
 from traces.errors import DomainError
 from traces.forms import ApiKeyForm, MemberAddForm, MemberCreateForm, MemberRoleForm
 from traces.http import AuthedRequest
 from traces.models import ApiKey, Membership
-from traces.selectors import ProjectAccess
+from traces.selectors.access import ProjectAccess, api_key_list, member_list
 from traces.services import api_keys, members
 from traces.views.common import project_page
 
 
 def _settings_context(access: ProjectAccess, **extra: Any) -> dict[str, Any]:
     return {
-        "members": selectors.member_list(project=access.project),
-        "keys": selectors.api_key_list(project=access.project),
+        "members": member_list(project=access.project),
+        "keys": api_key_list(project=access.project),
         "key_form": extra.pop("key_form", None) or ApiKeyForm(),
         "member_form": extra.pop("member_form", None) or MemberAddForm(),
         "create_form": extra.pop("create_form", None) or MemberCreateForm(),

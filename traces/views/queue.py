@@ -9,12 +9,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from traces import selectors
 from traces.errors import DomainError
+from traces.forms import ListFilterForm
 from traces.http import AuthedRequest
 from traces.models import ReviewClaim, Trace
 from traces.pagination import decode_rank_cursor
-from traces.selectors import ProjectAccess, QueueFilters, QueueReason
+from traces.selectors.access import ProjectAccess
+from traces.selectors.inspector import parse_label_versions
+from traces.selectors.queue import QueueFilters, QueueReason, claim_open_for, queue_page
 from traces.services import review_claims
 from traces.views.common import (
     dashboard_for,
@@ -27,7 +29,7 @@ from traces.views.inspector import _say_accepted
 PAGE_SIZE = 20
 
 
-class QueueFilterForm(forms.Form):
+class QueueFilterForm(ListFilterForm):
     agent = forms.CharField(required=False, max_length=200)
     outcome = forms.ChoiceField(required=False, choices=[("", "any"), *Trace.Outcome.choices])
     why = forms.ChoiceField(
@@ -36,7 +38,7 @@ class QueueFilterForm(forms.Form):
     )
 
     def filters(self) -> QueueFilters:
-        """The valid filters; an invalid field is ignored."""
+        """The valid filters; an invalid field is left out (see ListFilterForm)."""
         self.is_valid()
         data = self.cleaned_data
         return QueueFilters(
@@ -63,7 +65,7 @@ def _rank_cursor(request: AuthedRequest) -> str | None:
 def queue(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     form = QueueFilterForm(request.GET)
     filters = form.filters()
-    result = selectors.queue_page(
+    result = queue_page(
         project=access.project, user=request.user, filters=filters,
         cursor=_rank_cursor(request), limit=PAGE_SIZE,
     )  # fmt: skip
@@ -72,7 +74,7 @@ def queue(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
         "is_filtered": filters.is_filtered,
         "result": result,
         "query": query_without_cursor(request),
-        "claim": selectors.claim_open_for(user=request.user, project=access.project),
+        "claim": claim_open_for(user=request.user, project=access.project),
         "guidelines": access.project.review_guidelines,
         "is_admin": access.is_admin,
     }
@@ -119,7 +121,7 @@ def _get_claim_for_user(request: AuthedRequest, claim_id: int) -> ReviewClaim:
 @login_required
 def queue_finish(request: AuthedRequest, claim_id: int) -> HttpResponse:
     claim = _get_claim_for_user(request, claim_id)
-    seen = selectors.parse_label_versions(request.POST.get("versions", ""))
+    seen = parse_label_versions(request.POST.get("versions", ""))
     url = reverse("traces:queue")
     try:
         result = review_claims.claim_finish(claim=claim, user=request.user, seen_versions=seen)

@@ -2,15 +2,26 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from traces import selectors
 from traces.http import AuthedRequest
-from traces.selectors import ProjectAccess
+from traces.selectors.access import ProjectAccess
+from traces.selectors.stats import project_stats
 from traces.views.common import project_page
 
 
 @require_GET
 @project_page()
 def stats(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
-    return render(
-        request, "traces/stats.html", {"stats": selectors.project_stats(project=access.project)}
-    )
+    """The figures as tables (readable without JavaScript); static/js/stats.js draws charts."""
+    stats = project_stats(project=access.project)
+    context = {"stats": stats, "label_rows": _label_rows(stats)}
+    return render(request, "traces/stats.html", context)
+
+
+def _label_rows(stats: dict) -> list[tuple[str, list[int], int]]:
+    """(label, count per source in stats["sources"] order, total): the rows of one table."""
+    by_source = stats["by_source"]
+    rows = []
+    for label in stats["labels"]:
+        counts = [by_source.get(source, {}).get(label, 0) for source in stats["sources"]]
+        rows.append((label, counts, sum(counts)))
+    return rows

@@ -1,11 +1,17 @@
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
-from traces import selectors
 from traces.forms import TraceFilterForm
 from traces.http import AuthedRequest
 from traces.known_values import trace_known_values
-from traces.selectors import ProjectAccess
+from traces.models import Trace
+from traces.pagination import newer_page
+from traces.selectors.access import ProjectAccess
+from traces.selectors.trace_list import (
+    trace_filter,
+    trace_filter_by_label_source,
+    trace_list_page,
+)
 from traces.views.common import (
     page_cursor,
     project_page,
@@ -20,16 +26,22 @@ PAGE_SIZE = 50
 @project_page()
 def trace_list(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     form = TraceFilterForm(request.GET)
-    result = selectors.trace_list_page(
+    filters, label_source = form.filters(), form.selected_label_source()
+    cursor = page_cursor(request)
+    result = trace_list_page(
         project=access.project,
-        filters=form.filters(),
-        label_source=form.selected_label_source(),
-        cursor=page_cursor(request),
+        filters=filters,
+        label_source=label_source,
+        cursor=cursor,
         limit=PAGE_SIZE,
     )
+    # The way back ("Newer"): the page before this one among the same filtered rows.
+    matching = trace_filter(Trace.objects.filter(project=access.project), filters)
+    matching = trace_filter_by_label_source(matching, label_source)
     context = {
         "form": form,
         "result": result,
+        "newer": newer_page(matching, cursor=cursor, limit=PAGE_SIZE),
         "query": query_without_cursor(request),
         "is_filtered": form.is_filtered(),
         "api_url": request.build_absolute_uri("/api/v1/"),

@@ -1,0 +1,194 @@
+"""Lists of trajectories: the filters shared by the API and the dashboard, the dashboard's
+trace list page (keyset pages, capped counts, label sources), one trace by id."""
+
+import re
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from django.contrib.postgres.search import SearchQuery
+from django.db.models import (
+    Exists,
+    F,
+    Func,
+    OuterRef,
+    Prefetch,
+    QuerySet,
+    TextField,
+    Value,
+)
+
+from traces.errors import NotFound
+from traces.models import (
+    Project,
+    Review,
+    Step,
+    Trace,
+)
+from traces.pagination import Page, paginate_by_id
+
+
+@dataclass(frozen=True)
+class TraceFilters:
+    agent: str | None = None
+    outcome: str | None = None
+    review_status: str | None = None
+    environment: str | None = None
+    tool: str | None = None
+    task_type: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    q: str | None = None
+    is_complete: bool | None = None
+    # The dashboard's filters: agent, environment and tool match a case-insensitive part of
+    # the value ("gpt" finds "gpt-4o-mini"). The API keeps exact values (its contract).
+    is_partial: bool = False
+
+
+def task_search_query(text: str) -> SearchQuery | None:
+    """Every word must match, the last ones as prefixes too ("restart cont" finds "container")."""
+    words = re.findall(r"\w+", text.lower())[:10]
+    if not words:
+        return None
+    return SearchQuery(" & ".join(f"{w}:*" for w in words), config="simple", search_type="raw")
+
+
+def _array_text(field: str) -> Func:
+    # The elements joined by a unit separator, which no typed filter contains (see below).
+    return Func(F(field), Value("\x1f"), function="array_to_string", output_field=TextField())
+
+
+def trace_filter(queryset: QuerySet[Trace], filters: TraceFilters) -> QuerySet[Trace]:
+    if filters.is_partial:
+        # A part of a value, any case: a scan of the project's rows (the GIN indexes serve
+        # exact elements only), paid by the dashboard's keyset page, never by the API.
+        for name, field in (("agent", "agent"), ("environment", "environment"), ("tool", "tools")):
+            part = (getattr(filters, name) or "").replace("\x1f", "").strip()
+            if not part:
+                continue
+            if field == "agent":
+                queryset = queryset.filter(agent__icontains=part)
+            else:
+                queryset = queryset.alias(**{f"{field}_text": _array_text(field)}).filter(
+                    **{f"{field}_text__icontains": part}
+                )
+        filters = replace(filters, agent=None, environment=None, tool=None)
+    if filters.agent:
+        queryset = queryset.filter(agent=filters.agent)
+    if filters.outcome:
+        queryset = queryset.filter(outcome=filters.outcome)
+    if filters.review_status:
+        queryset = queryset.filter(review_status=filters.review_status)
+    if filters.environment:
+        queryset = queryset.filter(environment__contains=[filters.environment.lower()])
+    if filters.tool:
+        queryset = queryset.filter(tools__contains=[filters.tool])
+    if filters.task_type:
+        queryset = queryset.filter(task_type=filters.task_type)
+    if filters.since:
+        queryset = queryset.filter(created_at__gte=filters.since)
+    if filters.until:
+        queryset = queryset.filter(created_at__lt=filters.until)
+    if filters.q:
+        query = task_search_query(filters.q)
+        if query is not None:
+            queryset = queryset.filter(task_search=query)
+    if filters.is_complete is not None:
+        queryset = queryset.filter(completed_at__isnull=not filters.is_complete)
+    return queryset
+
+
+def trace_list(
+    *,
+    projects: list[Project] | QuerySet[Project],
+    filters: TraceFilters,
+    cursor: str | None,
+    limit: int,
+) -> Page[Trace]:
+    queryset = trace_filter(Trace.objects.filter(project__in=projects), filters)
+    return paginate_by_id(queryset, cursor=cursor, limit=limit)
+
+
+def trace_get(*, project: Project, trace_id: int) -> Trace:
+    """One trace of the project with its steps in order; NotFound for another project's trace."""
+    trace = (
+        Trace.objects.filter(project=project, pk=trace_id)
+        .prefetch_related(
+            Prefetch("steps", queryset=Step.objects.order_by("index")),
+            Prefetch("reviews", queryset=Review.objects.order_by("kind", "window_start")),
+        )
+        .first()
+    )
+    if trace is None:
+        raise NotFound(f"trace {trace_id} not found")
+    return trace
+
+
+LIST_COLUMNS = (
+    "id", "project_id", "external_id", "agent", "task", "task_type", "environment", "tools",
+    "outcome", "review_status", "review_status_reason", "step_count", "error_count",
+    "duration_ms", "created_at", "completed_at",
+)  # fmt: skip
+# Counting stops here ("1,000+"): an exact count of a big filtered list costs more than the page.
+COUNT_CAP = 1_000
+
+
+def _steps_with_source(*sources: str) -> Exists:
+    return Exists(Step.objects.filter(trace=OuterRef("pk"), label_source__in=sources))
+
+
+def trace_filter_by_label_source(queryset: QuerySet[Trace], source: str | None) -> QuerySet[Trace]:
+    """Traces with at least one step labelled by `source`; "none" for traces with no labels."""
+    if not source:
+        return queryset
+    if source == "none":
+        return queryset.exclude(_steps_with_source(*Step.LabelSource.values))
+    return queryset.filter(_steps_with_source(source))
+
+
+def capped_count(queryset: QuerySet[Any], cap: int = COUNT_CAP) -> tuple[int, bool]:
+    """Count up to `cap` rows: exact for normal lists, "1,000+" without scanning 100k rows."""
+    count = queryset.order_by()[: cap + 1].count()
+    return min(count, cap), count > cap
+
+
+def _mark_label_sources(traces: list[Trace]) -> None:
+    """Set has_human_labels / has_heuristic_labels on a page of traces in one query.
+
+    Separate from the page query on purpose: as EXISTS columns there, PostgreSQL hashes every
+    step of the table; here it reads only the page's steps through the (trace, index) index.
+    """
+    found = set(
+        Step.objects.filter(
+            trace_id__in=[t.pk for t in traces],
+            label_source__in=[Step.LabelSource.HUMAN, Step.LabelSource.HEURISTIC],
+        )
+        .values_list("trace_id", "label_source")
+        .distinct()
+        .order_by()
+    )
+    for trace in traces:
+        trace.has_human_labels = (trace.pk, Step.LabelSource.HUMAN) in found  # type: ignore[attr-defined]
+        trace.has_heuristic_labels = (trace.pk, Step.LabelSource.HEURISTIC) in found  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class TraceListPage:
+    page: Page[Trace]
+    count: int
+    is_count_capped: bool
+    has_any_trace: bool
+
+
+def trace_list_page(
+    *, project: Project, filters: TraceFilters, label_source: str | None, cursor: str | None,
+    limit: int = 50,
+) -> TraceListPage:  # fmt: skip
+    """One page of a project's traces for the dashboard, with the label-source markers."""
+    queryset = trace_filter(Trace.objects.filter(project=project), filters)
+    queryset = trace_filter_by_label_source(queryset, label_source)
+    count, capped = capped_count(queryset)
+    page = paginate_by_id(queryset.only(*LIST_COLUMNS), cursor=cursor, limit=limit)
+    _mark_label_sources(page.items)
+    has_any = count > 0 or Trace.objects.filter(project=project).exists()
+    return TraceListPage(page=page, count=count, is_count_capped=capped, has_any_trace=has_any)
