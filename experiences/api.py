@@ -5,6 +5,7 @@ from typing import Literal
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router
 
+from core.inputs import QueryIn
 from experiences import selectors
 from experiences.schemas import (
     ExperienceDetailOut,
@@ -21,7 +22,6 @@ from experiences.services import kb, recall_log
 from experiences.services import recall as recall_service
 from experiences.services.warnings import warnings_for_call
 from traces.auth import require_scope
-from traces.inputs import QueryIn
 from traces.schemas import BODY_ERRORS, errors
 
 router = Router(tags=["experiences"])

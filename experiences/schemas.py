@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 from ninja import Schema
 from pydantic import Field, field_validator
 
-from traces.inputs import BIGINT_MAX, BodyIn, StrictIn
+from core.inputs import BIGINT_MAX, BodyIn, StrictIn
 
 
 class SceneOut(Schema):
@@ -139,7 +139,7 @@ class FailurePatternListOut(Schema):
     next_cursor: str | None
 
 
-# Request bodies derive from traces.inputs.BodyIn: `null` in an optional field means absent.
+# Request bodies derive from core.inputs.BodyIn: `null` in an optional field means absent.
 class RecallIn(BodyIn):
     task: str = Field(min_length=1, max_length=20000)
     task_type: Literal["query", "operation", "analysis", "other"] | None = None

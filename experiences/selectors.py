@@ -8,6 +8,8 @@ from django.contrib.auth.models import User
 from django.db.models import Prefetch, Q, QuerySet
 from django.db.models.fields.json import KT
 
+from core.errors import NotFound
+from core.pagination import Page, paginate_by_id, paginate_by_rank
 from experiences.models import (
     Experience,
     ExperienceMerge,
@@ -19,9 +21,7 @@ from experiences.models import (
     MergeProposal,
 )
 from experiences.services.dedup import experience_neighbours, specificity
-from traces.errors import NotFound
 from traces.models import Project
-from traces.pagination import Page, paginate_by_id, paginate_by_rank
 from traces.selectors.trace_list import capped_count
 
 # The library's "scope" filter: which scope list must be non-empty.

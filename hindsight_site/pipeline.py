@@ -9,10 +9,10 @@ from celery import Task, shared_task
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from core.publish import tasks_publish, tasks_publish_on_commit
 from experiences.services import distill
 from experiences.services.dedup import DEDUP_TASK
 from experiences.services.keyword_stats import keyword_stats_refresh
-from hindsight_site.publish import tasks_publish, tasks_publish_on_commit
 from traces.review import service as review
 from traces.review.llm import RETRYABLE
 from traces.services import review_queue

@@ -6,8 +6,8 @@ from django.http import HttpRequest
 from ninja import Query, Router
 from ninja.responses import Status
 
+from core.inputs import QueryIn
 from traces.auth import require_scope
-from traces.inputs import QueryIn
 from traces.review import service as review_service
 from traces.schemas import (
     BODY_ERRORS,

@@ -11,7 +11,7 @@ from django.utils import timezone
 from ninja.security import APIKeyHeader, HttpBearer
 from ninja.throttling import BaseThrottle
 
-from traces.errors import PermissionDenied
+from core.errors import PermissionDenied
 from traces.models import ApiKey
 from traces.services.rate_limit import rate_limit_check
 

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from traces.http import is_signed_in
+from core.http import is_signed_in
 from traces.views.common import dashboard_for
 
 

@@ -15,8 +15,8 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from core.inputs import BIGINT_MAX, INT_MAX, TOO_LARGE, BodyIn, StrictIn
 from traces import transcripts
-from traces.inputs import BIGINT_MAX, INT_MAX, TOO_LARGE, BodyIn, StrictIn
 
 StepKind = Literal["user_input", "llm_reasoning", "tool_call", "system", "state_change"]
 Outcome = Literal["success", "failure", "partial", "unknown"]
@@ -24,7 +24,7 @@ TaskType = Literal["query", "operation", "analysis", "other"]
 Name = Field(min_length=1, max_length=200)
 
 
-# Every request body derives from BodyIn (traces/inputs.py): `null` in an optional field = absent.
+# Every request body derives from BodyIn (core/inputs.py): `null` in an optional field = absent.
 
 
 class StepContextIn(BodyIn):

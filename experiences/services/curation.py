@@ -12,6 +12,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core.errors import Conflict, InvalidInput
+from core.publish import tasks_publish_on_commit
 from experiences.models import (
     Experience,
     ExperienceVote,
@@ -20,8 +22,6 @@ from experiences.models import (
 )
 from experiences.services.dedup import DEDUP_TASK, experience_merge
 from experiences.services.versions import version_record
-from hindsight_site.publish import tasks_publish_on_commit
-from traces.errors import Conflict, InvalidInput
 from traces.services.audit import audit_event
 
 S = Experience.Status

@@ -29,6 +29,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
+from core.errors import Conflict, NotFound
 from experiences.models import (
     Experience,
     ExperienceMerge,
@@ -37,7 +38,6 @@ from experiences.models import (
 )
 from experiences.scene import substance_overlap
 from experiences.services.versions import version_record
-from traces.errors import Conflict, NotFound
 from traces.services.audit import audit_event
 
 logger = logging.getLogger(__name__)
@@ -413,6 +413,6 @@ def experience_dedup_enqueue_due(*, limit: int | None = None) -> int:
 def _publish_checks(ids: list[int]) -> int:
     """Send a dedup check per id, failing fast when the broker is down (beat's sweep finds
     whatever was not sent: the checks stay due)."""
-    from hindsight_site.publish import tasks_publish
+    from core.publish import tasks_publish
 
     return tasks_publish(DEDUP_TASK, [(experience_id,) for experience_id in ids])

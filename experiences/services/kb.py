@@ -32,9 +32,9 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 from redis.exceptions import RedisError
 
+from core.errors import DomainError, InvalidInput, NotFound
 from experiences.models import Experience, KbArticle
 from experiences.services.llm_text import complete_text
-from traces.errors import DomainError, InvalidInput, NotFound
 from traces.models import Project
 from traces.services.audit import audit_event
 
@@ -240,7 +240,7 @@ def kb_rebuild_request(*, project: Project, user: User) -> tuple[KbRebuild, bool
     While one is queued or running, that one is returned instead. Raises KbRebuildUnavailable
     when Redis is down (nothing queued; the status shown before stays).
     """
-    from hindsight_site.publish import tasks_publish
+    from core.publish import tasks_publish
 
     with transaction.atomic():
         # Two requests at once (two admins, a double click) queue one rebuild.

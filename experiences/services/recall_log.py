@@ -13,8 +13,8 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core.errors import InvalidInput, NotFound
 from experiences.models import Experience, RecallLog
-from traces.errors import InvalidInput, NotFound
 from traces.models import ApiKey, Project
 
 # One statement, one round trip: the log row, and when the returned experiences were last

@@ -3,9 +3,9 @@
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 
+from core.http import AuthedRequest
 from experiences import selectors
 from experiences.models import Experience, ExperienceMerge, KbArticle, MergeProposal
-from traces.http import AuthedRequest
 from traces.selectors.access import ProjectAccess
 from traces.views.common import dashboard_for
 

@@ -6,10 +6,10 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from core.http import AuthedRequest
 from experiences import selectors
 from experiences.forms import ExperienceEditForm, ScopeForm
 from experiences.views._shared import _get_experience_for_user
-from traces.http import AuthedRequest
 
 DETAIL = "experiences/detail.html"
 

@@ -10,6 +10,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core.errors import DomainError
+from core.http import AuthedRequest
 from experiences import selectors
 from experiences.forms import (
     BulkForm,
@@ -29,8 +31,6 @@ from experiences.known_scopes import (
 from experiences.models import Experience
 from experiences.services import curation
 from experiences.views._shared import _forbidden, _get_experience_for_user
-from traces.errors import DomainError
-from traces.http import AuthedRequest
 from traces.selectors.access import ProjectAccess
 from traces.views.common import (
     page_cursor,

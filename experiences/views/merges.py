@@ -9,6 +9,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from core.errors import DomainError
+from core.http import AuthedRequest
+from core.pagination import decode_rank_cursor
 from experiences import selectors
 from experiences.forms import ProposalDecisionForm
 from experiences.models import MergeProposal
@@ -18,9 +21,6 @@ from experiences.views._shared import (
     _get_merge_for_user,
     _get_proposal_for_user,
 )
-from traces.errors import DomainError
-from traces.http import AuthedRequest
-from traces.pagination import decode_rank_cursor
 from traces.selectors.access import ProjectAccess
 from traces.views.common import (
     page_cursor,

@@ -2,8 +2,8 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from core.http import AuthedRequest
 from experiences import selectors
-from traces.http import AuthedRequest
 from traces.selectors.access import ProjectAccess
 from traces.views.common import project_page
 

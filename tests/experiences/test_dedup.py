@@ -6,10 +6,10 @@ import threading
 import pytest
 from django.db import connection
 
+from core.errors import Conflict
 from experiences.models import Experience, ExperienceMerge, ExperienceSource, MergeProposal
 from experiences.services.dedup import experience_dedup, experience_merge_undo
 from experiences.services.llm_merge import merge_advice_with_llm
-from traces.errors import Conflict
 from traces.models import AuditEvent, Trace
 
 DIM = 384

@@ -3,7 +3,7 @@
 Each case once gave an HTML 500 (PostgreSQL refuses NUL in text and jsonb, integers beyond the
 column, time-zone offsets beyond ±15:59; lone surrogates do not encode; deep nesting broke
 recursion; NaN passed validation). Now: 422 `{"detail": [{"loc": [...], "type": ...}]}` at the
-offending value, and nothing stored. traces/inputs.py holds the rules.
+offending value, and nothing stored. core/inputs.py holds the rules.
 """
 
 import json
@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from core import inputs
 from experiences.models import RecallLog
 from hindsight_site.api import api
 from tests.conftest import trajectory
-from traces import inputs
 from traces.models import Step, Trace
 
 pytestmark = pytest.mark.django_db

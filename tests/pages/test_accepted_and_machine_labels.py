@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from traces.errors import NotFound
+from core.errors import NotFound
 from traces.models import AuditEvent, Review, ReviewClaim, Step, Trace
 from traces.selectors.stats import label_agreement
 from traces.services.labels import LabelConflict, step_relabel

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
+from core.pagination import encode_cursor, newer_page, paginate_by_id
 from tests.experience_pages.conftest import make_experience  # noqa: F401 - fixture
 from traces.models import Trace
-from traces.pagination import encode_cursor, newer_page, paginate_by_id
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HX-Request": "true"}

@@ -5,8 +5,8 @@ import json
 import pytest
 from django.test.utils import override_settings
 
+from core import inputs
 from tests.conftest import step, trajectory
-from traces import inputs
 from traces.models import AuditEvent, Step, Trace
 
 pytestmark = pytest.mark.django_db

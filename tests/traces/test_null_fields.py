@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from core.inputs import BodyIn
 from hindsight_site.api import api as ninja_api
 from tests.conftest import step, trajectory
-from traces.inputs import BodyIn
 from traces.schemas import (
     StepContextIn,
     StepIn,

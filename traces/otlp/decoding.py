@@ -21,7 +21,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from traces.errors import DomainError, PayloadTooLarge
+from core.errors import DomainError, PayloadTooLarge
 
 Encoding = Literal["protobuf", "json"]
 CONTENT_TYPES: dict[Encoding, str] = {

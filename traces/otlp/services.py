@@ -26,7 +26,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from pydantic import ValidationError
 
-from traces.errors import DomainError
+from core.errors import DomainError
 from traces.models import ApiKey, Project
 from traces.otlp import assembly
 from traces.otlp.conventions import (

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from traces.errors import Conflict, NotFound
+from core.errors import Conflict, NotFound
 from traces.models import Project, Review, Step, Trace
 from traces.review.compression import compress, estimate_tokens
 from traces.review.reviewers import get_reviewer, reviewer_name

@@ -2,11 +2,11 @@
 
 from datetime import datetime
 
+from core.pagination import Page, paginate_by_id
 from traces.models import (
     AuditEvent,
     Project,
 )
-from traces.pagination import Page, paginate_by_id
 
 
 def audit_list(

@@ -19,13 +19,13 @@ from django.db.models import (
 )
 from django.utils import timezone
 
+from core.pagination import RankedPage, paginate_by_rank
 from traces.models import (
     Project,
     ReviewClaim,
     Step,
     Trace,
 )
-from traces.pagination import RankedPage, paginate_by_rank
 from traces.selectors.trace_list import LIST_COLUMNS, capped_count
 
 

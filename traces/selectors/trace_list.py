@@ -18,14 +18,14 @@ from django.db.models import (
     Value,
 )
 
-from traces.errors import NotFound
+from core.errors import NotFound
+from core.pagination import Page, paginate_by_id
 from traces.models import (
     Project,
     Review,
     Step,
     Trace,
 )
-from traces.pagination import Page, paginate_by_id
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import InvalidInput
 from traces.auth import hash_key
-from traces.errors import InvalidInput
 from traces.models import ApiKey, Project
 from traces.services.audit import audit_event
 

@@ -17,8 +17,8 @@ from psycopg import IntegrityError as CopyIntegrityError
 from psycopg.types.json import Jsonb
 from pydantic import ValidationError
 
-from traces.errors import Conflict
-from traces.inputs import is_storable_text
+from core.errors import Conflict
+from core.inputs import is_storable_text
 from traces.models import ApiKey, AuditEvent, Project, Step, Trace
 from traces.observations import as_text, cap, summarize
 from traces.schemas import StepIn, TraceHeaderIn, TraceIn

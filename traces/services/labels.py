@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from traces.errors import Conflict, InvalidInput, NotFound
+from core.errors import Conflict, InvalidInput, NotFound
 from traces.models import Step, Trace
 from traces.selectors.inspector import machine_opinion_for
 from traces.services.audit import audit_event

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from traces.errors import Conflict, InvalidInput
+from core.errors import Conflict, InvalidInput
 from traces.models import Project, ReviewClaim
 from traces.selectors.queue import claim_open_for, queue_candidates
 from traces.services.audit import audit_event

@@ -30,7 +30,7 @@ STUCK_AFTER = timedelta(minutes=15)
 def review_enqueue(*, trace_ids: list[int]) -> int:
     """Publish a review task per trace; returns how many were published (those not published
     stay pending: beat's sweep publishes them)."""
-    from hindsight_site.publish import tasks_publish
+    from core.publish import tasks_publish
 
     published: list[int] = []
     if len(trace_ids) > 1:
@@ -81,7 +81,7 @@ def trace_reclaim_from_silent_workers(*, ping_timeout: float = 1.0) -> int:
     """Beat: traces `reviewing` for over ORPHANED_AFTER whose worker does not answer a ping
     (it died and did not come back: another host, scaled down) go back to review now, not at
     the broker's visibility timeout or STUCK_AFTER. Nothing happens if the ping itself fails."""
-    from hindsight_site.celery import app
+    from celery import current_app as app
 
     held = set(
         Trace.objects.filter(
@@ -138,7 +138,7 @@ def trace_reclaim_orphans(*, worker: str, why: str = "restarted") -> int:
 
 def trace_rederive_stale(*, limit: int = 500) -> int:
     """Re-derive traces relabelled more than a sweep ago whose re-derivation never ran."""
-    from hindsight_site.publish import tasks_publish
+    from core.publish import tasks_publish
 
     before = timezone.now() - timedelta(seconds=settings.HINDSIGHT_REENQUEUE_AFTER_SECONDS)
     ids = list(
@@ -158,6 +158,6 @@ def trace_rederive_enqueue(*, trace_id: int) -> None:
     Call inside the relabel transaction; the task is published only if it commits. If the broker
     is down the relabel still stands and `trace_rederive_stale` (beat) re-derives later.
     """
-    from hindsight_site.publish import tasks_publish_on_commit
+    from core.publish import tasks_publish_on_commit
 
     tasks_publish_on_commit(REDERIVE_TASK, [(trace_id,)])

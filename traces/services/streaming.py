@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from traces.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
+from core.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
 from traces.models import ApiKey, Project, Step, Trace
 from traces.schemas import StepsAppendIn, TraceCompleteIn, TraceOpenIn
 from traces.services.audit import audit_event

@@ -6,8 +6,8 @@ from django.http import HttpResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from core.http import AuthedRequest
 from traces.forms import AuditFilterForm
-from traces.http import AuthedRequest
 from traces.known_values import audit_known_values
 from traces.models import AuditEvent
 from traces.selectors.access import ProjectAccess

@@ -15,9 +15,9 @@ from django.shortcuts import redirect, render
 from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from traces.errors import DomainError
-from traces.http import AuthedRequest
-from traces.pagination import decode_cursor
+from core.errors import DomainError
+from core.http import AuthedRequest
+from core.pagination import decode_cursor
 from traces.selectors.access import ProjectAccess, project_access_list
 
 SESSION_PROJECT = "hindsight_project_id"

@@ -6,7 +6,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from traces.http import AuthedRequest
+from core.http import AuthedRequest
 from traces.models import Trace
 from traces.presentation import compare_rows
 from traces.selectors.compare import steps_aligned, trace_other_runs

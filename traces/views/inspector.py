@@ -10,9 +10,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from traces.errors import DomainError
+from core.errors import DomainError
+from core.http import AuthedRequest
 from traces.forms import RelabelForm
-from traces.http import AuthedRequest
 from traces.models import Step, Trace
 from traces.presentation import (
     STEP_FILTERS,

@@ -7,9 +7,9 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from traces.errors import DomainError
+from core.errors import DomainError
+from core.http import AuthedRequest
 from traces.forms import ApiKeyForm, MemberAddForm, MemberCreateForm, MemberRoleForm
-from traces.http import AuthedRequest
 from traces.models import ApiKey, Membership
 from traces.selectors.access import ProjectAccess, api_key_list, member_list
 from traces.services import api_keys, members

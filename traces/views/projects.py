@@ -4,7 +4,7 @@ from django.http import HttpResponse
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from traces.http import AuthedRequest
+from core.http import AuthedRequest
 from traces.views.common import SESSION_PROJECT, dashboard_for, redirect_to_next
 
 

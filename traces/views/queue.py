@@ -9,11 +9,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from traces.errors import DomainError
+from core.errors import DomainError
+from core.http import AuthedRequest
+from core.pagination import decode_rank_cursor
 from traces.forms import ListFilterForm
-from traces.http import AuthedRequest
 from traces.models import ReviewClaim, Trace
-from traces.pagination import decode_rank_cursor
 from traces.selectors.access import ProjectAccess
 from traces.selectors.inspector import parse_label_versions
 from traces.selectors.queue import QueueFilters, QueueReason, claim_open_for, queue_page

@@ -2,7 +2,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from traces.http import AuthedRequest
+from core.http import AuthedRequest
 from traces.selectors.access import ProjectAccess
 from traces.selectors.stats import project_stats
 from traces.views.common import project_page

@@ -1,11 +1,11 @@
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
+from core.http import AuthedRequest
+from core.pagination import newer_page
 from traces.forms import TraceFilterForm
-from traces.http import AuthedRequest
 from traces.known_values import trace_known_values
 from traces.models import Trace
-from traces.pagination import newer_page
 from traces.selectors.access import ProjectAccess
 from traces.selectors.trace_list import (
     trace_filter,

@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.core.validators import validate_slug
 from django.db import transaction
 
-from traces.errors import InvalidInput
+from core.errors import InvalidInput
 from traces.services.api_keys import api_key_create, project_get_or_create
 
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from django.db.models import Model, Q, QuerySet
 
-from traces.errors import InvalidInput
+from core.errors import InvalidInput
 
 
 @dataclass(frozen=True)

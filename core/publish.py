@@ -26,7 +26,7 @@ PUBLISH_SOCKET_TIMEOUT = 0.3
 def tasks_publish(name: str, calls: Iterable[Sequence[Any]]) -> int:
     """Send task `name` once per argument tuple in `calls`, in order; returns how many were
     sent (it stops at the first failure, logged, and never raises)."""
-    from hindsight_site.celery import app
+    from celery import current_app as app
 
     options = {
         **app.conf.broker_transport_options,
