@@ -23,7 +23,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, get_args
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 MAX_DEPTH = 64
@@ -239,3 +239,11 @@ class StrictIn(BodyIn):
 class QueryIn(BodyIn):
     """The base of query-string parameter sets: the same checks as bodies (a `%00` in a filter
     is a 422 naming the parameter, not a database error). Unknown parameters are ignored."""
+
+
+class PageIn(QueryIn):
+    """A list's page: the previous page's `next_cursor`, and 1 to 200 items (a value outside is a
+    422 naming `limit`)."""
+
+    cursor: str | None = None
+    limit: int = Field(50, ge=1, le=200)

@@ -5,7 +5,7 @@ from typing import Literal
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router
 
-from core.inputs import QueryIn
+from core.inputs import PageIn
 from experiences import selectors
 from experiences.schemas import (
     ExperienceDetailOut,
@@ -28,28 +28,16 @@ router = Router(tags=["experiences"])
 READ_SCOPES = ("recall", "admin", "ingest")
 
 
-class ExperienceListParams(QueryIn):
-    status: str | None = None
-    polarity: str | None = None
-    source: str | None = None
-    tool: str | None = None
-    environment: str | None = None
-    agent: str | None = None
-    trace: int | None = None
-    cursor: str | None = None
-    limit: int = 50
+class ExperienceListParams(selectors.ExperienceFilters, PageIn):
+    """The experience list's filters (defined once, by the selector) and its page."""
 
 
 @router.get("/experiences", response={200: ExperienceListOut, **errors()})
 def get_experiences(request: HttpRequest, params: Query[ExperienceListParams]):
     """Experiences of the key's project, newest first, with cursor pagination."""
     key = require_scope(request, *READ_SCOPES)
-    filters = selectors.ExperienceFilters(**params.model_dump(exclude={"cursor", "limit"}))
     page = selectors.experience_list(
-        project=key.project,
-        filters=filters,
-        cursor=params.cursor,
-        limit=max(1, min(params.limit, 200)),
+        project=key.project, filters=params, cursor=params.cursor, limit=params.limit
     )
     return {"items": page.items, "next_cursor": page.next_cursor}
 
@@ -61,10 +49,8 @@ def get_experience(request: HttpRequest, experience_id: int):
     return selectors.experience_get(project=key.project, experience_id=experience_id)
 
 
-class FailurePatternListParams(QueryIn):
+class FailurePatternListParams(PageIn):
     tool: str | None = None
-    cursor: str | None = None
-    limit: int = 50
 
 
 @router.get("/failure-patterns", response={200: FailurePatternListOut, **errors()})
@@ -75,7 +61,7 @@ def get_failure_patterns(request: HttpRequest, params: Query[FailurePatternListP
         project=key.project,
         tool=params.tool,
         cursor=params.cursor,
-        limit=max(1, min(params.limit, 200)),
+        limit=params.limit,
     )
     return {"items": page.items, "next_cursor": page.next_cursor}
 

@@ -6,7 +6,7 @@ from typing import Any, cast
 from django import forms
 
 from experiences.models import Experience
-from experiences.selectors import ExperienceFilters
+from experiences.selectors import LibraryFilters
 from traces.forms import ListFilterForm, suggested_text
 from traces.models import Trace
 
@@ -52,11 +52,11 @@ class ExperienceFilterForm(ListFilterForm):
     environment = suggested_text("known-environments", max_length=100)
     agent = suggested_text("known-agents", max_length=200)
 
-    def filters(self) -> ExperienceFilters:
+    def filters(self) -> LibraryFilters:
         """The valid filters; an invalid field is left out (see ListFilterForm)."""
         self.is_valid()  # cleaned_data then holds the valid fields only
         data = {name: value or None for name, value in self.cleaned_data.items()}
-        return ExperienceFilters(**data)
+        return LibraryFilters(**data)
 
 
 # The page's <datalist>s of known values (templates/experiences/library.html#known_values).

@@ -9,6 +9,7 @@ from django.db.models import Prefetch, Q, QuerySet
 from django.db.models.fields.json import KT
 
 from core.errors import NotFound
+from core.inputs import QueryIn
 from core.pagination import Page, paginate_by_id, paginate_by_rank
 from experiences.models import (
     Experience,
@@ -32,8 +33,10 @@ SCOPE_FIELDS = {
 }
 
 
-@dataclass(frozen=True)
-class ExperienceFilters:
+class ExperienceFilters(QueryIn):
+    """The filters of the experience list: the API's query parameters (`GET /experiences`
+    adds the page's) and the library page's; written once, here."""
+
     status: str | None = None
     polarity: str | None = None
     source: str | None = None
@@ -41,7 +44,12 @@ class ExperienceFilters:
     environment: str | None = None
     agent: str | None = None
     trace: int | None = None
-    # dashboard only: words of the advice; the kind of scope (global, environment, agent, user)
+
+
+class LibraryFilters(ExperienceFilters):
+    """The library page's filters: the API's, the words of the advice and the kind of scope
+    (global, environment, agent, user)."""
+
     q: str | None = None
     scope: str | None = None
 
@@ -109,7 +117,7 @@ LIBRARY_DEFER = ("embedding", "path", "task")
 
 
 def experience_filter(
-    queryset: QuerySet[Experience], filters: ExperienceFilters
+    queryset: QuerySet[Experience], filters: LibraryFilters
 ) -> QuerySet[Experience]:
     """The API's filters plus the library's: words of the advice, the kind of scope."""
     queryset = _filter_api(queryset, filters)
@@ -141,7 +149,7 @@ class LibraryPage:
 
 
 def experience_library_page(
-    *, project: Project, filters: ExperienceFilters, user: User, cursor: str | None,
+    *, project: Project, filters: LibraryFilters, user: User, cursor: str | None,
     limit: int = 50,
 ) -> LibraryPage:  # fmt: skip
     """A page of the library (merged-away rows left out), its count and the viewer's votes."""

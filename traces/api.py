@@ -1,12 +1,10 @@
 """The trajectory API: ingest (single, batch, streamed, transcripts) and reads. Thin handlers."""
 
-from datetime import datetime
-
 from django.http import HttpRequest
 from ninja import Query, Router
 from ninja.responses import Status
 
-from core.inputs import QueryIn
+from core.inputs import PageIn
 from traces.auth import require_scope
 from traces.review import service as review_service
 from traces.schemas import (
@@ -112,31 +110,16 @@ def post_trace_complete(request: HttpRequest, trace_id: int, payload: TraceCompl
     return _accepted(trace)
 
 
-class TraceListParams(QueryIn):
-    agent: str | None = None
-    outcome: str | None = None
-    review_status: str | None = None
-    environment: str | None = None
-    tool: str | None = None
-    task_type: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    q: str | None = None
-    is_complete: bool | None = None
-    cursor: str | None = None
-    limit: int = 50
+class TraceListParams(TraceFilters, PageIn):
+    """The trace list's filters (defined once, by the selector) and its page."""
 
 
 @router.get("/traces", response={200: TraceListOut, **errors()})
 def get_traces(request: HttpRequest, params: Query[TraceListParams]):
     """Traces of the key's project, newest first, with cursor pagination."""
     key = require_scope(request, "ingest", "admin")
-    filters = TraceFilters(**params.model_dump(exclude={"cursor", "limit"}))
     page = trace_list(
-        projects=[key.project],
-        filters=filters,
-        cursor=params.cursor,
-        limit=max(1, min(params.limit, 200)),
+        projects=[key.project], filters=params, cursor=params.cursor, limit=params.limit
     )
     return {"items": page.items, "next_cursor": page.next_cursor}
 

@@ -97,7 +97,6 @@ class TraceFilterForm(ListFilterForm):
             since=_day_start(data.get("since")),
             until=_day_start(data.get("until"), days_after=1),
             q=data.get("q") or None,
-            is_partial=True,  # "gpt" finds "gpt-4o-mini" here; the API stays exact
         )
 
     def selected_label_source(self) -> str | None:

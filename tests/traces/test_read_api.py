@@ -96,3 +96,20 @@ def test_incomplete_filter(api):
     api.post("traces/open", {"external_id": "open", "agent": "a", "task": "t"})
     assert _ids(api.get("traces", {"is_complete": "false"})) == ["open"]
     assert Trace.objects.count() == 2
+
+
+@pytest.mark.parametrize("limit", [0, 201, -3])
+def test_a_limit_outside_1_to_200_is_a_422_naming_it(api, limit):
+    response = api.get("traces", {"limit": limit})
+
+    assert response.status_code == 422
+    assert "limit" in str(response.json()["detail"])
+
+
+def test_the_list_parameters_are_the_selectors_filters_and_a_page(api):
+    from traces.api import TraceListParams
+    from traces.selectors.trace_list import TraceFilters
+
+    filters = set(TraceFilters.model_fields)
+    assert set(TraceListParams.model_fields) == filters | {"cursor", "limit"}
+    assert api.get("traces", {"limit": 200}).status_code == 200

@@ -2,7 +2,7 @@
 trace list page (keyset pages, capped counts, label sources), one trace by id."""
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +19,7 @@ from django.db.models import (
 )
 
 from core.errors import NotFound
+from core.inputs import QueryIn
 from core.pagination import Page, paginate_by_id
 from traces.models import (
     Project,
@@ -28,8 +29,10 @@ from traces.models import (
 )
 
 
-@dataclass(frozen=True)
-class TraceFilters:
+class TraceFilters(QueryIn):
+    """The filters of a trace list: the API's query parameters (`GET /traces` adds the page's)
+    and what the dashboard's filter form gives; written once, here."""
+
     agent: str | None = None
     outcome: str | None = None
     review_status: str | None = None
@@ -40,9 +43,6 @@ class TraceFilters:
     until: datetime | None = None
     q: str | None = None
     is_complete: bool | None = None
-    # The dashboard's filters: agent, environment and tool match a case-insensitive part of
-    # the value ("gpt" finds "gpt-4o-mini"). The API keeps exact values (its contract).
-    is_partial: bool = False
 
 
 def task_search_query(text: str) -> SearchQuery | None:
@@ -58,8 +58,12 @@ def _array_text(field: str) -> Func:
     return Func(F(field), Value("\x1f"), function="array_to_string", output_field=TextField())
 
 
-def trace_filter(queryset: QuerySet[Trace], filters: TraceFilters) -> QuerySet[Trace]:
-    if filters.is_partial:
+def trace_filter(
+    queryset: QuerySet[Trace], filters: TraceFilters, *, partial: bool = False
+) -> QuerySet[Trace]:
+    """`partial`, the dashboard's lists: agent, environment and tool match a case-insensitive
+    part of the value ("gpt" finds "gpt-4o-mini"); the API keeps exact values (its contract)."""
+    if partial:
         # A part of a value, any case: a scan of the project's rows (the GIN indexes serve
         # exact elements only), paid by the dashboard's keyset page, never by the API.
         for name, field in (("agent", "agent"), ("environment", "environment"), ("tool", "tools")):
@@ -72,7 +76,7 @@ def trace_filter(queryset: QuerySet[Trace], filters: TraceFilters) -> QuerySet[T
                 queryset = queryset.alias(**{f"{field}_text": _array_text(field)}).filter(
                     **{f"{field}_text__icontains": part}
                 )
-        filters = replace(filters, agent=None, environment=None, tool=None)
+        filters = filters.model_copy(update={"agent": None, "environment": None, "tool": None})
     if filters.agent:
         queryset = queryset.filter(agent=filters.agent)
     if filters.outcome:
@@ -185,7 +189,7 @@ def trace_list_page(
     limit: int = 50,
 ) -> TraceListPage:  # fmt: skip
     """One page of a project's traces for the dashboard, with the label-source markers."""
-    queryset = trace_filter(Trace.objects.filter(project=project), filters)
+    queryset = trace_filter(Trace.objects.filter(project=project), filters, partial=True)
     queryset = trace_filter_by_label_source(queryset, label_source)
     count, capped = capped_count(queryset)
     page = paginate_by_id(queryset.only(*LIST_COLUMNS), cursor=cursor, limit=limit)

@@ -36,7 +36,7 @@ def trace_list(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
         limit=PAGE_SIZE,
     )
     # The way back ("Newer"): the page before this one among the same filtered rows.
-    matching = trace_filter(Trace.objects.filter(project=access.project), filters)
+    matching = trace_filter(Trace.objects.filter(project=access.project), filters, partial=True)
     matching = trace_filter_by_label_source(matching, label_source)
     context = {
         "form": form,
