@@ -172,3 +172,19 @@ def test_each_step_links_to_its_place_in_its_trajectory(client_for, reviewer, pr
 
 def test_compare_needs_a_login(client):
     assert client.get("/traces/compare/?a=1&b=2").status_code == 302
+
+
+def test_the_comparison_says_llm_not_llm_reasoning_in_title_case(client_for, reviewer, project):
+    from tests.pages.conftest import trajectory_payload
+    from traces.schemas import TraceIn
+    from traces.services.ingest import trace_ingest
+
+    def stored():
+        body = trajectory_payload(steps=1)
+        body["steps"] = [{"index": 0, "kind": "llm_reasoning", "content": "I will read the logs"}]
+        return trace_ingest(project=project, payload=TraceIn.model_validate(body)).trace
+
+    a, b = stored(), stored()
+    page = client_for(reviewer).get(f"/traces/compare/?a={a.pk}&b={b.pk}").content.decode()
+
+    assert '<span class="kind">LLM</span>' in page and "Llm Reasoning" not in page

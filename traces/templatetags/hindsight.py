@@ -111,6 +111,14 @@ KIND_NAMES = {
     "system": "System",
     "state_change": "State change",
 }  # the choices' automatic labels would say "Llm Reasoning"
+
+
+@register.filter
+def kind_name(step: Any) -> str:
+    """A step's kind as people read it ("LLM", not "Llm Reasoning")."""
+    return KIND_NAMES.get(step.kind, step.get_kind_display())
+
+
 CONTENT_NAMES = {
     "user_input": "Prompt",
     "llm_reasoning": "LLM message",
@@ -226,8 +234,7 @@ def json_pretty(text: str) -> str | None:
 def _head(step: Any, trace_agent: str) -> str:
     parts = [
         f'<span class="step-no">{step.index}</span>',
-        f'<span class="kind kind-{_e(step.kind)}">'
-        f"{_e(KIND_NAMES.get(step.kind, step.get_kind_display()))}</span>",
+        f'<span class="kind kind-{_e(step.kind)}">{_e(kind_name(step))}</span>',
     ]
     if step.tool:
         parts.append(f'<code class="tool"><bdi>{_e(step.tool)}</bdi></code>')
