@@ -38,6 +38,8 @@ from traces.views.common import (
     query_without_cursor,
     redirect_to_next,
     render_page_or_partial,
+    vary_on_htmx,
+    wants_partial,
 )
 
 PAGE_SIZE = 50
@@ -96,9 +98,9 @@ def _done(
 @login_required
 def experience_row(request: AuthedRequest, experience_id: int) -> HttpResponse:
     experience, access = _get_experience_for_user(request, experience_id)
-    if not request.htmx:
-        return redirect("experiences:detail", experience_id=experience.pk)
-    return _row(request, access, experience.pk)
+    if not wants_partial(request):
+        return vary_on_htmx(redirect("experiences:detail", experience_id=experience.pk))
+    return vary_on_htmx(_row(request, access, experience.pk))
 
 
 @require_http_methods(["GET", "POST"])
@@ -128,16 +130,10 @@ def experience_edit(request: AuthedRequest, experience_id: int) -> HttpResponse:
 def _edit_form(
     request: AuthedRequest, experience: Experience, form: ExperienceEditForm, status: int = 200
 ):
-    if not request.htmx:
-        return render(
-            request,
-            "experiences/edit.html",
-            {"experience": experience, "form": form},
-            status=status,
-        )
-    return render(
-        request, f"{LIBRARY}#row_edit", {"experience": experience, "form": form}, status=status
-    )
+    context = {"experience": experience, "form": form}
+    if not wants_partial(request):
+        return vary_on_htmx(render(request, "experiences/edit.html", context, status=status))
+    return vary_on_htmx(render(request, f"{LIBRARY}#row_edit", context, status=status))
 
 
 @require_http_methods(["GET", "POST"])
@@ -182,15 +178,16 @@ def _scope_form(
     status: int = 200,
     unknown: list[UnknownValue] | None = None,
 ):
-    if not request.htmx:  # the detail page has the same form
-        return redirect(reverse("experiences:detail", args=[experience.pk]) + "#scope")
+    if not wants_partial(request):  # the detail page has the same form
+        url = reverse("experiences:detail", args=[experience.pk]) + "#scope"
+        return vary_on_htmx(redirect(url))
     context = {
         "experience": experience,
         "form": form,
         "unknown": unknown or [],
         "unknown_signature": unknown_signature(unknown or []),
     }
-    return render(request, f"{LIBRARY}#row_scope", context, status=status)
+    return vary_on_htmx(render(request, f"{LIBRARY}#row_scope", context, status=status))
 
 
 @require_POST

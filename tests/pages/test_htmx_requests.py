@@ -34,3 +34,23 @@ def test_a_step_raw_observation_varies_on_htmx(client_for, reviewer, make_trace,
     assert part["Content-Type"].startswith("text/html")
     assert "HX-Request" in plain["Vary"] and "HX-Request" in part["Vary"]
     assert client.get(url, headers=RESTORE)["Content-Type"].startswith("text/plain")
+
+
+def test_the_library_row_forms_vary_on_htmx(client_for, admin_user, project):
+    from experiences.models import Experience
+
+    experience = Experience.objects.create(
+        project=project,
+        task="web restarts",
+        summary="web restarts",
+        advice="Read the logs.",
+        polarity="success",
+        source="heuristic",
+    )
+    client = client_for(admin_user)
+    for path in ("edit", "scope", "row"):
+        url = f"/experiences/{experience.pk}/{path}/"
+        part, whole = client.get(url, headers=HTMX), client.get(url, headers=RESTORE)
+        assert part.status_code == 200 and b"<html" not in part.content, path
+        assert "HX-Request" in part["Vary"] and "HX-Request" in whole["Vary"], path
+        assert whole.status_code in (200, 302) and b"<tr" not in whole.content[:200], path
