@@ -20,7 +20,7 @@ from django.db.models import (
 
 from core.errors import NotFound
 from core.inputs import QueryIn
-from core.pagination import Page, paginate_by_id
+from core.pagination import NewerPage, Page, newer_page, paginate_by_id
 from traces.models import (
     Project,
     Review,
@@ -182,17 +182,22 @@ class TraceListPage:
     count: int
     is_count_capped: bool
     has_any_trace: bool
+    newer: NewerPage | None  # the way back: the page before this one, None on the first
 
 
 def trace_list_page(
     *, project: Project, filters: TraceFilters, label_source: str | None, cursor: str | None,
     limit: int = 50,
 ) -> TraceListPage:  # fmt: skip
-    """One page of a project's traces for the dashboard, with the label-source markers."""
+    """One page of a project's traces for the dashboard, with the label-source markers and the
+    cursor of the page before it (among the same filtered rows)."""
     queryset = trace_filter(Trace.objects.filter(project=project), filters, partial=True)
     queryset = trace_filter_by_label_source(queryset, label_source)
     count, capped = capped_count(queryset)
     page = paginate_by_id(queryset.only(*LIST_COLUMNS), cursor=cursor, limit=limit)
     _mark_label_sources(page.items)
     has_any = count > 0 or Trace.objects.filter(project=project).exists()
-    return TraceListPage(page=page, count=count, is_count_capped=capped, has_any_trace=has_any)
+    return TraceListPage(
+        page=page, count=count, is_count_capped=capped, has_any_trace=has_any,
+        newer=newer_page(queryset, cursor=cursor, limit=limit),
+    )  # fmt: skip

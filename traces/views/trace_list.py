@@ -2,14 +2,10 @@ from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from core.http import AuthedRequest
-from core.pagination import newer_page
 from traces.forms import TraceFilterForm
 from traces.known_values import trace_known_values
-from traces.models import Trace
 from traces.selectors.access import ProjectAccess
 from traces.selectors.trace_list import (
-    trace_filter,
-    trace_filter_by_label_source,
     trace_list_page,
 )
 from traces.views.common import (
@@ -35,13 +31,10 @@ def trace_list(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
         cursor=cursor,
         limit=PAGE_SIZE,
     )
-    # The way back ("Newer"): the page before this one among the same filtered rows.
-    matching = trace_filter(Trace.objects.filter(project=access.project), filters, partial=True)
-    matching = trace_filter_by_label_source(matching, label_source)
     context = {
         "form": form,
         "result": result,
-        "newer": newer_page(matching, cursor=cursor, limit=PAGE_SIZE),
+        "newer": result.newer,
         "query": query_without_cursor(request),
         "is_filtered": form.is_filtered(),
         "api_url": request.build_absolute_uri("/api/v1/"),
