@@ -215,6 +215,8 @@
     pendingFocus = null;
     if (!row) return;
     warnAll(row);
+    // a person (or a test) who already moved into the new row keeps their place
+    if (row !== document.activeElement && row.contains(document.activeElement)) return;
     var target = focusTarget(row, key);
     if (target) target.focus();
   });

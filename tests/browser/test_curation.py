@@ -177,6 +177,7 @@ def test_an_admin_approves_a_selection_and_edits_a_row_inline(
     editing.get_by_label("Advice").fill("   ")  # passes the browser's check, not the server's
     editing.get_by_role("button", name="Save as version 2").click()
     expect(editing.locator(".errorlist")).to_contain_text("This field is required.")
+    expect(editing.get_by_label("Advice")).to_be_focused()  # on the field to correct
     editing.get_by_label("Advice").fill(
         "When the disk is full, run du -sh /var/* | sort -h before deleting anything."
     )
