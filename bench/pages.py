@@ -1,12 +1,14 @@
-"""Dashboard page timings: the inspector with 500 steps and the trace list at 100k traces.
+"""Dashboard page timings at scale: the trace list, the inspector, the review queue and /stats/.
 
     .venv/bin/python bench/pages.py [--traces 100000] [--steps-per-trace 5] [--big-steps 500]
 
 Runs in-process on a fresh data dir (its own embedded PostgreSQL and Redis): migrates, seeds the
-traces with set-based SQL, then times full requests through Django's stack (middleware, session,
-view, template) with the test client — server time, no network. Targets from the issue:
-inspector (500 steps) <= 200 ms, list at 100k traces <= 100 ms. The setup is printed first; the
-LAST line is one JSON object with the figures (`tail -n 1`).
+traces and their steps with set-based SQL, then times full requests through Django's stack
+(middleware, session, view, template) with the test client — server time, no network — and
+counts each page's queries. Targets: inspector (500 steps) <= 200 ms, list <= 100 ms; at 10M
+steps (`--traces 500000 --steps-per-trace 20`) every page <= 200 ms with the same query count
+as at small scale. The setup is printed first; the LAST line is one JSON object with the
+figures (`tail -n 1`).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ INSERT INTO traces_trace (
     project_id, external_id, agent, session_id, user_ref, task, task_type, intent, environment,
     tools, outcome, feedback, final_answer, started_at, ended_at, duration_ms, completed_at,
     review_status, review_status_reason, review_status_at, step_count, tool_call_count,
-    error_count, metadata, content_hash, created_at, updated_at)
+    error_count, metadata, content_hash, created_at, updated_at, review_worker)
 SELECT %(project)s, 'bench-' || g, 'agent-' || (g %% 7), '', '',
     (ARRAY['Find out why the web container keeps restarting',
            'The nightly ETL job fails with a timeout; make it pass',
@@ -63,7 +65,7 @@ SELECT %(project)s, 'bench-' || g, 'agent-' || (g %% 7), '', '',
     ARRAY['shell','kubectl'], (ARRAY['success','failure','partial'])[1 + g %% 3], '', '',
     now() - (g || ' seconds')::interval, now(), 1000, now(),
     'reviewed', '', now(), %(steps)s, %(steps)s, g %% 2, '{}'::jsonb, '',
-    now() - ((%(n)s - g) || ' seconds')::interval, now()
+    now() - ((%(n)s - g) || ' seconds')::interval, now(), ''
 FROM generate_series(1, %(n)s) AS g
 """
 
@@ -71,12 +73,13 @@ SEED_STEPS = """
 INSERT INTO traces_step (
     trace_id, index, agent, kind, tool, arguments, content, observation, observation_raw,
     is_observation_truncated, is_error, error_type, duration_ms, context, content_hash,
-    label, label_source, label_reason, label_version)
+    label, label_source, label_reason, label_version, label_confidence, is_accepted_as_is)
 SELECT t.id, s, t.agent, 'tool_call', 'shell', jsonb_build_object('cmd', 'ls -la /var/log/' || s),
     '', 'line ' || s, 'line ' || s, false, s = 1, '', 100 + s,
     '{"task_goal": "bench", "subtask": "inspect"}'::jsonb, '',
     (ARRAY['necessary','redundant','misleading','failed'])[1 + (t.id + s) %% 4],
-    (ARRAY['llm','heuristic','human'])[1 + t.id %% 3], 'seeded reason', 1
+    (ARRAY['llm','heuristic','human'])[1 + t.id %% 3], 'seeded reason', 1,
+    0.3 + ((t.id * 7 + s) %% 7) / 10.0, false
 FROM traces_trace t CROSS JOIN generate_series(0, %(steps)s - 1) AS s
 WHERE t.project_id = %(project)s
 """
@@ -166,11 +169,14 @@ def main() -> None:
     client.force_login(user)
     results = {
         "inspector_500_steps": timed(client, f"/traces/{big.pk}/", args.runs),
-        "list_100k": timed(client, "/traces/", args.runs),
-        "list_100k_filtered": timed(client, "/traces/?outcome=failure&environment=k8s", args.runs),
-        "list_100k_search": timed(client, "/traces/?q=certificate", args.runs),
-        "list_100k_label_source": timed(client, "/traces/?label_source=human", args.runs),
-        "list_100k_search_outcome": timed(client, "/traces/?q=nightly&outcome=success", args.runs),
+        "list": timed(client, "/traces/", args.runs),
+        "list_filtered": timed(client, "/traces/?outcome=failure&environment=k8s", args.runs),
+        "list_search": timed(client, "/traces/?q=certificate", args.runs),
+        "list_label_source": timed(client, "/traces/?label_source=human", args.runs),
+        "list_search_outcome": timed(client, "/traces/?q=nightly&outcome=success", args.runs),
+        "queue": timed(client, "/queue/", args.runs),
+        "queue_low_confidence": timed(client, "/queue/?why=low-confidence", args.runs),
+        "stats": timed(client, "/stats/", args.runs),
     }
     for name, figures in results.items():
         print(f"{name:28} median {figures['median_ms']:7.1f} ms  p95 {figures['p95_ms']:7.1f} ms"
@@ -179,7 +185,10 @@ def main() -> None:
         "traces": args.traces + 1,
         "inspector_steps": args.big_steps,
         "inspector_median_ms": results["inspector_500_steps"]["median_ms"],
-        "list_median_ms": results["list_100k"]["median_ms"],
+        "steps": args.traces * args.steps_per_trace + args.big_steps,
+        "list_median_ms": results["list"]["median_ms"],
+        "queue_median_ms": results["queue"]["median_ms"],
+        "stats_median_ms": results["stats"]["median_ms"],
         "inspector_target_ms": 200,
         "list_target_ms": 100,
         "pages": results,

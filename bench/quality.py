@@ -29,14 +29,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,10 +42,13 @@ sys.path.insert(0, str(ROOT))
 
 from bench.common import Site, free_port  # noqa: E402
 from bench.datasets import Run, hotpotqa, webshop  # noqa: E402
-from bench.gold import LABELS, agreement  # noqa: E402
+from bench.gold import LABELS  # noqa: E402
+from bench.ranking import Dense, K, TfIdf, ranking_figures  # noqa: E402
+from bench.review_quality import advice_problems, gold_figures, review_figures  # noqa: E402
+from bench.site_api import Api, Db, create_key  # noqa: E402
 
-GOLD = ROOT / "bench" / "datasets" / "gold_labels.json"
-K = 5
+__all__ = ["advice_problems", "main"]  # advice_problems: tests/bench check it through here
+
 TOOLS = {"hotpotqa": ["Search", "Lookup", "Finish"], "webshop": ["search", "click"]}
 ENVIRONMENT = {"hotpotqa": ["wikipedia"], "webshop": ["webshop"]}
 
@@ -83,167 +83,6 @@ def split(dataset: str, slice_: int | None) -> Split:
         probes_ids = {r.external_id for r in probes}
         return Split(dataset, history, probes, [r for r in held if r.external_id not in probes_ids])
     return Split(dataset, history, probes)
-
-
-# ---------------------------------------------------------------------------- HTTP
-
-
-class Api:
-    def __init__(self, base: str, key: str) -> None:
-        self.base, self.key = base, key
-
-    def call(self, method: str, path: str, body: dict | None = None) -> dict:
-        request = urllib.request.Request(
-            f"{self.base}/api/v1/{path}",
-            data=json.dumps(body).encode() if body is not None else None,
-            method=method,
-            headers={"Authorization": f"Bearer {self.key}", "Content-Type": "application/json"},
-        )
-        for _attempt in range(20):
-            try:
-                with urllib.request.urlopen(request, timeout=60) as response:
-                    return json.loads(response.read())
-            except urllib.error.HTTPError as error:
-                if error.code != 429:
-                    detail = error.read()[:500]
-                    raise RuntimeError(f"{method} {path}: {error.code} {detail!r}") from None
-                time.sleep(float(error.headers.get("Retry-After", "1")))
-        raise RuntimeError(f"{method} {path}: rate limited 20 times")
-
-    def ingest(self, runs: list[Run]) -> None:
-        for start in range(0, len(runs), 50):
-            batch = [r.body for r in runs[start : start + 50]]
-            results = self.call("POST", "traces/batch", {"traces": batch})["results"]
-            bad = [r for r in results if r["status"] not in ("created", "duplicate")]
-            if bad:
-                raise RuntimeError(f"ingest refused: {bad[:3]}")
-
-
-# ---------------------------------------------------------------------------- database reads
-
-
-class Db:
-    """Read-only figures straight from the site's PostgreSQL (its address in services.json)."""
-
-    def __init__(self, data_dir: Path) -> None:
-        import psycopg
-
-        record = json.loads((data_dir / "services.json").read_text())
-        self.connection = psycopg.connect(record["database_url"], autocommit=True)
-
-    def rows(self, sql: str, *params) -> list[tuple]:
-        with self.connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.fetchall()
-
-    def project_id(self, name: str) -> int:
-        return self.rows("SELECT id FROM traces_project WHERE name = %s", name)[0][0]
-
-    def wait_idle(self, project: int, timeout: float = 900) -> float:
-        """Until no trace of the project waits for review and no experience for its dedup."""
-        started = time.monotonic()
-        while time.monotonic() - started < timeout:
-            (busy,) = self.rows(
-                "SELECT (SELECT count(*) FROM traces_trace WHERE project_id = %s AND "
-                "review_status IN ('pending', 'queued', 'reviewing')) + (SELECT count(*) FROM "
-                "experiences_experience WHERE project_id = %s AND merged_into_id IS NULL AND "
-                "embedding IS NOT NULL AND status NOT IN ('archived', 'rejected') AND "
-                "dedup_checked_version < version)",
-                project,
-                project,
-            )[0]
-            if busy == 0:
-                return time.monotonic() - started
-            time.sleep(0.5)
-        raise RuntimeError(f"project {project}: the worker did not finish in {timeout} s")
-
-    def trace_ids(self, project: int) -> dict[int, str]:
-        rows = self.rows("SELECT id, external_id FROM traces_trace WHERE project_id = %s", project)
-        return dict(rows)
-
-
-# ---------------------------------------------------------------------------- ranking
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9]+", text.lower())
-
-
-class TfIdf:
-    """Plain TF-IDF (smoothed idf, l2-normalised) with cosine similarity."""
-
-    def __init__(self, documents: list[str]) -> None:
-        counts = [Counter(_words(d)) for d in documents]
-        df = Counter(word for c in counts for word in c)
-        n = len(documents)
-        self.idf = {w: math.log((1 + n) / (1 + f)) + 1 for w, f in df.items()}
-        self.vectors = [self._vector(c) for c in counts]
-
-    def _vector(self, counts: Counter) -> dict[str, float]:
-        weights = {w: c * self.idf.get(w, 0.0) for w, c in counts.items()}
-        norm = math.sqrt(sum(v * v for v in weights.values())) or 1.0
-        return {w: v / norm for w, v in weights.items()}
-
-    def rank(self, query: str) -> list[int]:
-        q = self._vector(Counter(_words(query)))
-        scores = [sum(q[w] * d.get(w, 0.0) for w in q) for d in self.vectors]
-        return sorted(range(len(scores)), key=lambda i: -scores[i])
-
-
-class Dense:
-    """The project's local embedding model over the raw task texts."""
-
-    def __init__(self, documents: list[str]) -> None:
-        import numpy as np
-
-        from experiences.embeddings import LocalMiniLM
-
-        share = ROOT / ".venv" / "share" / "hindsight"
-        self.model = LocalMiniLM(
-            str(share / "tokenizer.json"), str(share / "all-MiniLM-L6-v2-int8-dynamic.onnx")
-        )
-        vectors = []
-        for start in range(0, len(documents), 32):
-            vectors.extend(self.model.embed(documents[start : start + 32]))
-        self.np, self.matrix = np, np.array(vectors)
-
-    def rank(self, query: str) -> list[int]:
-        (vector,) = self.model.embed([query])
-        scores = self.matrix @ self.np.array(vector)
-        return [int(i) for i in self.np.argsort(-scores)]
-
-
-def ranking_figures(hits: list[list[bool]]) -> dict[str, float]:
-    """hits[p][r]: is the r-th answer to probe p relevant (at most K answers)."""
-    n = len(hits) or 1
-    figures = {f"hit@{k}": round(sum(any(h[:k]) for h in hits) / n, 3) for k in (1, 3, 5)}
-    reciprocal = [next((1 / (i + 1) for i, h in enumerate(row[:K]) if h), 0.0) for row in hits]
-    figures["mrr"] = round(sum(reciprocal) / n, 3)
-    return figures
-
-
-# ---------------------------------------------------------------------------- advice checks
-
-_GREETING = re.compile(
-    r"^\W*(hi|hey|hello|hiya|good (morning|afternoon|evening)|greetings|thanks|thank you)\b",
-    re.I,
-)
-_CUT_JSON = re.compile(r"[{\[]\s*\"[^}\]]*$|[{\[][^}\]]*…")
-_TOOL_LIST = re.compile(r",\s*first use [\w.-]+(, then [\w.-]+)*\.?$")
-
-
-def advice_problems(advice: str, scene: str) -> list[str]:
-    """What makes an experience read badly: a greeting for a scene, JSON cut off mid-way, or
-    advice that is nothing but a list of tool names."""
-    problems = []
-    quoted = re.search(r'task like "([^"]*)"', advice)
-    if _GREETING.match(scene or "") or (quoted and _GREETING.match(quoted.group(1))):
-        problems.append("greeting scene")
-    if _CUT_JSON.search(advice) or advice.count("{") != advice.count("}"):
-        problems.append("cut JSON")
-    if _TOOL_LIST.search(advice.strip()):
-        problems.append("bare tool list")
-    return problems
 
 
 # ---------------------------------------------------------------------------- one dataset
@@ -324,82 +163,6 @@ def baseline_hits(data: Split, ranker) -> list[list[bool]]:
     return hits
 
 
-def review_figures(db: Db, project: int, runs: list[Run]) -> dict:
-    outcome_of = {r.external_id: r.body["outcome"] for r in runs}
-    traces = db.rows(
-        "SELECT t.id, t.external_id, t.review_status, t.review_status_reason, "
-        "EXISTS (SELECT 1 FROM experiences_experiencesource s WHERE s.trace_id = t.id) "
-        "FROM traces_trace t WHERE t.project_id = %s",
-        project,
-    )
-    status = Counter(row[2] for row in traces)
-    yield_by_outcome: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for _, external_id, review_status, _reason, has_experience in traces:
-        if review_status == "reviewed":
-            pair = yield_by_outcome[outcome_of[external_id]]
-            pair[0] += int(has_experience)
-            pair[1] += 1
-    labels = db.rows(
-        "SELECT t.outcome, s.label, count(*) FROM traces_step s JOIN traces_trace t ON "
-        "t.id = s.trace_id WHERE t.project_id = %s AND s.label <> '' GROUP BY 1, 2",
-        project,
-    )
-    distribution: dict[str, dict[str, int]] = defaultdict(dict)
-    for outcome, label, count in labels:
-        distribution[outcome][label] = count
-    experiences = db.rows(
-        "SELECT advice, coalesce(nullif(summary, ''), task), polarity FROM experiences_experience "
-        "WHERE project_id = %s AND merged_into_id IS NULL",
-        project,
-    )
-    problems = Counter(p for advice, task, _ in experiences for p in advice_problems(advice, task))
-    (open_proposals,) = db.rows(
-        "SELECT count(*) FROM experiences_mergeproposal WHERE project_id = %s", project
-    )[0]
-    (all_experiences,) = db.rows(
-        "SELECT count(*) FROM experiences_experience WHERE project_id = %s", project
-    )[0]
-    (auto_merges,) = db.rows(
-        "SELECT count(*) FROM experiences_experiencemerge WHERE project_id = %s", project
-    )[0]
-    reviewed = sum(p[1] for p in yield_by_outcome.values())
-    with_experience = sum(p[0] for p in yield_by_outcome.values())
-    return {
-        "review_status": dict(status),
-        "yield": round(with_experience / reviewed, 3) if reviewed else 0.0,
-        "yield_by_outcome": {o: f"{a}/{b}" for o, (a, b) in sorted(yield_by_outcome.items())},
-        "labels_by_outcome": {o: dict(sorted(d.items())) for o, d in sorted(distribution.items())},
-        "experiences": all_experiences,
-        "experiences_unmerged": len(experiences),
-        "polarity": dict(Counter(p for _, _, p in experiences)),
-        "auto_merges": auto_merges,
-        "merge_proposals": open_proposals,
-        "proposals_per_100": round(100 * open_proposals / all_experiences, 1)
-        if all_experiences
-        else 0.0,
-        "advice_problems": dict(problems),
-    }
-
-
-def gold_figures(db: Db, projects: list[int]) -> dict:
-    if not GOLD.exists():
-        return {}
-    gold = {r["external_id"]: r for r in json.loads(GOLD.read_text())["runs"]}
-    rows = db.rows(
-        "SELECT t.external_id, s.index, s.label FROM traces_step s JOIN traces_trace t ON "
-        "t.id = s.trace_id WHERE t.project_id = ANY(%s) AND t.external_id = ANY(%s)",
-        projects,
-        list(gold),
-    )
-    machine = {(e, i): label for e, i, label in rows}
-    pairs = []
-    for external_id, run in gold.items():
-        for item in run["labels"]:
-            got = machine.get((external_id, item["index"]), "")
-            pairs.append((item["label"], got or "unlabelled"))
-    return agreement(pairs)
-
-
 def evaluate(site: Site, base: str, data: Split, show_misses: bool = False) -> tuple[dict, int]:
     key = create_key(site, data.dataset)
     api, db = Api(base, key), Db(site.data_dir)
@@ -428,19 +191,6 @@ def evaluate(site: Site, base: str, data: Split, show_misses: bool = False) -> t
     db.wait_idle(project)
     figures["review"] = review_figures(db, project, data.history + data.probes + data.extra)
     return figures, project
-
-
-def create_key(site: Site, project: str) -> str:
-    import subprocess
-
-    done = subprocess.run(
-        [str(ROOT / ".venv" / "bin" / "python"), "manage.py", "create_api_key",
-         "--project", project, "--scopes", "ingest,recall,admin"],
-        cwd=ROOT, env=site.env, capture_output=True, text=True,
-    )  # fmt: skip
-    if done.returncode != 0:
-        raise RuntimeError(f"create_api_key failed:\n{done.stderr[-3000:]}")
-    return done.stdout.strip().splitlines()[-1]
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -166,7 +166,7 @@ def timed_post(url: str, key: str, body: dict) -> float:
 
 def concurrent_series(url: str, key: str, bodies: list[dict], clients: int) -> dict[str, float]:
     """`clients` agents recalling at once, each one request after another: throughput and the
-    latency each of them sees (3 gunicorn sync workers serve them)."""
+    latency each of them sees (--web-workers gunicorn sync workers serve them)."""
     SHORT_ANSWERS.append(0)  # counted apart from the sequential series (not reported)
     with ThreadPoolExecutor(clients) as pool:
         list(pool.map(lambda body: timed_post(url, key, body), bodies[: clients * 2]))  # warm-up
@@ -231,18 +231,23 @@ def main() -> int:
     parser.add_argument("--proxy-messages", type=int, default=2000)
     parser.add_argument("--clients", type=int, default=8, help="agents at once, last series")
     parser.add_argument("--data-dir", type=Path, help="keep and reuse this data dir")
+    parser.add_argument(
+        "--web-workers", type=int, default=3, help="gunicorn sync workers (the site's default 3)"
+    )
     args = parser.parse_args()
     rng = random.Random(5)
     # The rate limit stays on (one Redis round trip per request, as in production), high enough
     # that no series is refused.
-    env = {"HINDSIGHT_RATE_LIMIT_PER_MINUTE": "100000", "HINDSIGHT_LOG_LEVEL": "WARNING"}
+    env = {"HINDSIGHT_RATE_LIMIT_PER_MINUTE": "100000", "HINDSIGHT_LOG_LEVEL": "WARNING",
+           "HINDSIGHT_WEB_WORKERS": str(args.web_workers)}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="hindsight-bench-recall-") as tmp:
         data_dir = args.data_dir.resolve() if args.data_dir else Path(tmp) / "data"
         site = Site(data_dir, free_port(), env)
         try:
             key = site.start()
             base = f"http://127.0.0.1:{site.port}/api/v1"
-            print(f"setup: {os.cpu_count()} cores, gunicorn 3 sync workers, local MiniLM query "
+            print(f"setup: {os.cpu_count()} cores, gunicorn {args.web_workers} sync workers, "
+                  f"local MiniLM query "
                   f"embedding, {args.experiences} experiences, {args.patterns} failure patterns, "
                   f"{args.queries} sequential requests per series", flush=True)  # fmt: skip
             seed(site.data_dir, experiences=args.experiences, patterns=args.patterns)
@@ -325,6 +330,7 @@ def main() -> int:
         "recall_filtered_p50_ms": filtered["p50_ms"], "recall_filtered_p95_ms": filtered["p95_ms"],
         "recall_repeated_task_p50_ms": repeated["p50_ms"],
         "recall_repeated_task_p95_ms": repeated["p95_ms"],
+        "web_workers": args.web_workers,
         "recall_concurrent_clients": crowd["clients"],
         "recall_concurrent_requests_per_s": crowd["requests_per_s"],
         "recall_concurrent_p50_ms": crowd["p50_ms"], "recall_concurrent_p95_ms": crowd["p95_ms"],

@@ -88,6 +88,10 @@ REDIS_URL = (
     os.environ.get("REDIS_URL", "").strip() or _prepared.redis_url or "redis://127.0.0.1:6379/0"
 )
 
+# Machine labels below this confidence send a trajectory up the review queue. Stored with each
+# trajectory's queue priority: after changing it, run `manage.py queue_reprioritise`.
+HINDSIGHT_LOW_CONFIDENCE = env_float("HINDSIGHT_LOW_CONFIDENCE", 0.6, minimum=0.0)
+
 DATABASES = {
     "default": {
         **embedded.database_settings(DATABASE_URL),
@@ -96,9 +100,12 @@ DATABASES = {
         # Filtered vector queries on an HNSW index return too few rows unless iterative scan is
         # on. ef_search: candidates the graph search keeps; 100 instead of pgvector's 40 finds
         # the exact top 5 more often at ~the same cost (bench/recall.py prints the agreement).
+        # hindsight.low_confidence: the review queue's threshold, read by the trigger that
+        # keeps each trajectory's queue priority (traces migration 0011).
         "OPTIONS": {
             "options": "-c hnsw.iterative_scan=relaxed_order "
             f"-c hnsw.ef_search={env_int('HINDSIGHT_HNSW_EF_SEARCH', 100, minimum=1, maximum=1000)}"
+            f" -c hindsight.low_confidence={HINDSIGHT_LOW_CONFIDENCE}"
         },
     }
 }
@@ -300,8 +307,7 @@ HINDSIGHT_LOCAL_MODEL_PATH = env_str(
 # ------------------------------------------------------------------ dashboard
 # A reviewer's claim on a queued trajectory lapses after this many minutes (nothing gets stuck).
 HINDSIGHT_CLAIM_MINUTES = env_int("HINDSIGHT_CLAIM_MINUTES", 30, minimum=1)
-# Machine labels below this confidence send a trajectory up the review queue.
-HINDSIGHT_LOW_CONFIDENCE = env_float("HINDSIGHT_LOW_CONFIDENCE", 0.6, minimum=0.0)
+# HINDSIGHT_LOW_CONFIDENCE, the queue's threshold, is set with the database settings above.
 
 # ------------------------------------------------------------------ recall and warnings
 HINDSIGHT_RECALL_HALF_LIFE_DAYS = env_float("HINDSIGHT_RECALL_HALF_LIFE_DAYS", 30.0, minimum=0.1)
@@ -376,6 +382,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": HINDSIGHT_SWEEP_INTERVAL_SECONDS,
     },
     "prune-recall-logs": {"task": "experiences.prune_recall_logs", "schedule": 24 * 3600},
+    "compact-tallies": {"task": "traces.compact_tallies", "schedule": 60},
     "drop-old-raw-observations": {
         "task": "traces.drop_old_raw_observations",
         "schedule": 24 * 3600,

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from traces.services import retention, review_queue
+from traces.services import retention, review_queue, tallies
 
 
 @shared_task(name="traces.enqueue_pending_traces", acks_late=True, ignore_result=True)
@@ -19,3 +19,9 @@ def enqueue_pending_traces() -> int:
 def drop_old_raw_observations() -> dict:
     """Beat, daily: raw observations past HINDSIGHT_OBSERVATION_RAW_RETENTION_DAYS."""
     return retention.observations_raw_drop_old()
+
+
+@shared_task(name="traces.compact_tallies", ignore_result=True)
+def compact_tallies() -> dict:
+    """Beat, every minute: fold the /stats/ tally deltas (traces/services/tallies.py)."""
+    return tallies.tallies_compact()

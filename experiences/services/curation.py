@@ -20,7 +20,8 @@ from experiences.models import (
     MergeProposal,
     scene_text,
 )
-from experiences.services.dedup import DEDUP_TASK, experience_merge
+from experiences.services.dedup import DEDUP_TASK
+from experiences.services.merging import experience_merge
 from experiences.services.versions import version_record
 from traces.services.audit import audit_event
 

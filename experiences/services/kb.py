@@ -1,24 +1,18 @@
 """The knowledge base: promoted experiences as best-practice articles, and their export.
 
-One article per primary tool (the first tool the experience used) or, without tools, per task
-type. Bodies come from a template, or from the configured LLM (falling back to the template).
-An article a person edited is kept as edited. Exports are deterministic: the same data gives
-byte-identical files (sorted, no timestamps), so every export can be reproduced.
+Articles are written by `kb_articles` (one per primary tool or task type, from a template or the
+configured LLM; an edited article is kept as edited) and exported by `kb_export`
+(deterministic files); both are importable from here, as the views, the API and the tests do.
 
 A rebuild from the dashboard runs in the worker (an LLM writer can take minutes): the request
 queues it, and its state (queued, running n of m, done, failed and why) is kept in Redis, where
 the page polls it. One rebuild per project at a time: a second request gets the queued or
-running one back.
+running one back. This module is that side: the status, the request and the worker's run.
 """
 
-import io
-import json
 import logging
-import re
 import uuid
-import zipfile
-from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
@@ -32,121 +26,48 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 from redis.exceptions import RedisError
 
-from core.errors import DomainError, InvalidInput, NotFound
-from experiences.models import Experience, KbArticle
-from experiences.services.llm_text import complete_text
+from core.errors import DomainError
+from experiences.services.kb_articles import (
+    REWRITE_PROMPT,
+    group_key,
+    kb_article_edit,
+    kb_rebuild,
+    template_body,
+)
+from experiences.services.kb_export import (
+    ZIP_TIME,
+    kb_export_file,
+    kb_export_jsonl,
+    kb_export_markdown_zip,
+)
 from traces.models import Project
-from traces.services.audit import audit_event
+
+__all__ = [
+    "DONE",
+    "FAILED",
+    "NOT_QUEUED",
+    "QUEUED",
+    "REBUILD_TASK",
+    "REWRITE_PROMPT",
+    "RUNNING",
+    "STATUS_TTL",
+    "ZIP_TIME",
+    "KbRebuild",
+    "KbRebuildUnavailable",
+    "group_key",
+    "kb_article_edit",
+    "kb_export_file",
+    "kb_export_jsonl",
+    "kb_export_markdown_zip",
+    "kb_rebuild",
+    "kb_rebuild_request",
+    "kb_rebuild_run",
+    "kb_rebuild_status",
+    "rebuild_status_key",
+    "template_body",
+]
 
 logger = logging.getLogger(__name__)
-ZIP_TIME = (1980, 1, 1, 0, 0, 0)
-REWRITE_PROMPT = """Rewrite these experiences of an AI agent as a short best-practice article in
-Markdown for other agents and their operators: a title line ('# ...'), then sections for what to
-do and what to avoid. Keep every concrete tool, argument and environment detail; add nothing."""
-
-
-def group_key(experience: Experience) -> str:
-    return (
-        f"tool:{experience.tools[0]}" if experience.tools else f"task_type:{experience.task_type}"
-    )
-
-
-def _title(key: str) -> str:
-    kind, _, name = key.partition(":")
-    return f"Best practices: {name}" if kind == "tool" else f"Best practices for {name} tasks"
-
-
-def template_body(key: str, experiences: list[Experience]) -> str:
-    strategies = [e for e in experiences if e.polarity == Experience.Polarity.SUCCESS]
-    lessons = [e for e in experiences if e.polarity == Experience.Polarity.FAILURE]
-    lines = [f"# {_title(key)}", ""]
-    lines.append(
-        f"_{len(experiences)} promoted experience(s), "
-        f"{sum(e.support_count for e in experiences)} supporting trajectories._"
-    )
-    for heading, group in (("What works", strategies), ("What to avoid", lessons)):
-        if group:
-            lines += ["", f"## {heading}", ""]
-            for e in group:
-                where = f" (environments: {', '.join(e.environment)})" if e.environment else ""
-                lines.append(
-                    f"- {e.advice}{where} — seen {e.support_count}×, "
-                    f"{e.upvotes} up / {e.downvotes} down"
-                )
-    return "\n".join(lines) + "\n"
-
-
-def _llm_body(key: str, experiences: list[Experience]) -> str | None:
-    listing = "\n".join(f"- ({e.polarity}) {e.advice}" for e in experiences)
-    return complete_text(
-        system=REWRITE_PROMPT, user=f"Topic: {_title(key)}\n{listing}", purpose="KB rewrite"
-    )
-
-
-def kb_rebuild(
-    *,
-    project: Project,
-    user: User | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
-) -> list[KbArticle]:
-    """Regenerate the articles from the currently promoted experiences.
-
-    `on_progress(done, total)` is called as each article is written (edited ones count as done).
-    """
-    groups: dict[str, list[Experience]] = defaultdict(list)
-    promoted = (
-        Experience.objects.filter(
-            project=project, status=Experience.Status.PROMOTED, merged_into__isnull=True
-        )
-        .order_by("pk")
-        .defer("embedding")
-    )
-    for experience in promoted:
-        groups[group_key(experience)].append(experience)
-    bodies = {}
-    edited = set(
-        KbArticle.objects.filter(project=project, is_edited=True).values_list("key", flat=True)
-    )
-    if on_progress:
-        on_progress(0, len(groups))
-    for done, (key, experiences) in enumerate(groups.items(), start=1):
-        if key not in edited:
-            text = _llm_body(key, experiences)
-            bodies[key] = (text, "llm") if text else (template_body(key, experiences), "template")
-        if on_progress:
-            on_progress(done, len(groups))
-    with transaction.atomic():
-        for key, experiences in groups.items():
-            ids = [e.pk for e in experiences]
-            if key in bodies:
-                body, generator = bodies[key]
-                KbArticle.objects.update_or_create(
-                    project=project,
-                    key=key,
-                    defaults={
-                        "title": _title(key),
-                        "body": body,
-                        "experience_ids": ids,
-                        "generated_by": generator,
-                    },
-                )
-            else:
-                KbArticle.objects.filter(project=project, key=key).update(experience_ids=ids)
-        KbArticle.objects.filter(project=project, is_edited=False).exclude(
-            key__in=list(groups)
-        ).delete()
-        audit_event(
-            action="kb.rebuild",
-            object_type="project",
-            object_id=project.pk,
-            project=project,
-            user=user,
-            after={"articles": sorted(groups)},
-        )
-    return list(KbArticle.objects.filter(project=project))
-
-
-# ---------------------------------------------------------------------------- rebuild in the worker
 
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
 # The latest rebuild of a project stays readable this long (the page shows how it went).
@@ -343,101 +264,3 @@ def _run(project: Project, queued: KbRebuild, user_id: int | None) -> str:
     done = replace(status, state=DONE, articles=len(articles), finished_at=timezone.now())
     _status_save_quietly(project.pk, done)
     return "rebuilt"
-
-
-def kb_article_edit(
-    *, project: Project, article_id: int, title: str, body: str, user: User
-) -> KbArticle:
-    if not title.strip() or not body.strip():
-        raise InvalidInput("an article needs a title and a body")
-    with transaction.atomic():
-        article = (
-            KbArticle.objects.select_for_update().filter(project=project, pk=article_id).first()
-        )
-        if article is None:
-            raise NotFound(f"article {article_id} not found")
-        before = {"title": article.title, "body": article.body}
-        article.title, article.body = title.strip(), body.strip() + "\n"
-        article.is_edited, article.edited_by = True, user
-        article.save()
-        audit_event(
-            action="kb.edit",
-            object_type="kb_article",
-            object_id=article.pk,
-            project=project,
-            user=user,
-            before=before,
-            after={"title": article.title, "body": article.body},
-        )
-    return article
-
-
-def _slug(key: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", key.lower()).strip("-") or "article"
-
-
-def _articles(project: Project) -> list[KbArticle]:
-    return list(KbArticle.objects.filter(project=project).order_by("key"))
-
-
-def kb_export_jsonl(*, project: Project) -> str:
-    experiences = {
-        e.pk: e
-        for e in Experience.objects.filter(
-            project=project, status=Experience.Status.PROMOTED
-        ).defer("embedding")
-    }
-    lines = []
-    for article in _articles(project):
-        items = [experiences[i] for i in sorted(article.experience_ids) if i in experiences]
-        lines.append(
-            json.dumps(
-                {
-                    "key": article.key,
-                    "title": article.title,
-                    "body": article.body,
-                    "generated_by": article.generated_by,
-                    "is_edited": article.is_edited,
-                    "experiences": [
-                        {
-                            "id": e.pk,
-                            "advice": e.advice,
-                            "polarity": e.polarity,
-                            "tools": e.tools,
-                            "environment": e.environment,
-                            "task_type": e.task_type,
-                            "support_count": e.support_count,
-                            "upvotes": e.upvotes,
-                            "downvotes": e.downvotes,
-                        }
-                        for e in items
-                    ],
-                },
-                sort_keys=True,
-                ensure_ascii=False,
-            )
-        )
-    return "".join(line + "\n" for line in lines)
-
-
-def kb_export_markdown_zip(*, project: Project) -> bytes:
-    buffer = io.BytesIO()
-    articles = _articles(project)
-    index = [f"# Knowledge base: {project.name}", ""]
-    index += [f"- [{a.title}]({_slug(a.key)}.md)" for a in articles]
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, text in [("README.md", "\n".join(index) + "\n")] + [
-            (f"{_slug(a.key)}.md", a.body) for a in articles
-        ]:
-            info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, text)
-    return buffer.getvalue()
-
-
-def kb_export_file(*, project: Project, format: str) -> tuple[bytes, str, str]:
-    """(content, content type, file name) of an export: "jsonl", or Markdown articles zipped."""
-    name = re.sub(r"[^a-z0-9-]+", "-", project.name.lower()).strip("-") or "project"
-    if format == "jsonl":
-        return kb_export_jsonl(project=project).encode(), "application/x-ndjson", f"{name}-kb.jsonl"
-    return kb_export_markdown_zip(project=project), "application/zip", f"{name}-kb.zip"

@@ -15,7 +15,7 @@ from core.pagination import decode_rank_cursor
 from experiences import selectors
 from experiences.forms import ProposalDecisionForm
 from experiences.models import MergeProposal
-from experiences.services import curation, dedup
+from experiences.services import curation, merging
 from experiences.views._shared import (
     _forbidden,
     _get_merge_for_user,
@@ -142,7 +142,7 @@ def merge_undo(request: AuthedRequest, merge_id: int) -> HttpResponse:
         return _forbidden(request)
     error = ""
     try:
-        dedup.experience_merge_undo(merge_id=merge.pk, user=request.user)
+        merging.experience_merge_undo(merge_id=merge.pk, user=request.user)
     except DomainError as failure:
         error = failure.detail
     done = f"Merge undone: #{merge.absorbed_id} is back on its own."

@@ -2,7 +2,7 @@
 
 from experiences.models import ExperienceSource
 from experiences.services.curation import experience_edit
-from experiences.services.dedup import experience_merge
+from experiences.services.merging import experience_merge
 from tests.experience_pages.conftest import count_queries
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from experiences.models import Experience, ExperienceMerge, MergeProposal
 from experiences.selectors import advice_diff
-from experiences.services.dedup import experience_merge
+from experiences.services.merging import experience_merge
 from tests.experience_pages.conftest import HTMX, count_queries
 from traces.models import AuditEvent
 

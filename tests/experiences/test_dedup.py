@@ -8,8 +8,9 @@ from django.db import connection
 
 from core.errors import Conflict
 from experiences.models import Experience, ExperienceMerge, ExperienceSource, MergeProposal
-from experiences.services.dedup import experience_dedup, experience_merge_undo
+from experiences.services.dedup import experience_dedup
 from experiences.services.llm_merge import merge_advice_with_llm
+from experiences.services.merging import experience_merge_undo
 from traces.models import AuditEvent, Trace
 
 DIM = 384
@@ -207,7 +208,7 @@ def test_parallel_dedup_never_loses_evidence_or_merges_into_a_merged_row(project
 def test_an_undone_merge_puts_its_proposal_back_in_the_queue(project):
     first, second = make(project), make(project, cosine=0.9)
     experience_dedup(experience_id=second.pk)  # a proposal
-    from experiences.services.dedup import experience_merge
+    from experiences.services.merging import experience_merge
 
     merge = experience_merge(
         survivor_id=first.pk, absorbed_id=second.pk, similarity=0.9, kind="manual"

@@ -1,6 +1,6 @@
 """The offline reviewer's documented rules (heuristic-2), each on a small hand-built trajectory.
 
-One behaviour per test, each rule of the module docstring with the trajectory that shows it.
+One behaviour per test, each rule of the module docstrings with the trajectory that shows it.
 """
 
 import re
@@ -24,12 +24,68 @@ def review(trace, steps):
     return HeuristicReviewer().review(request_for(trace, steps))
 
 
-# ---------------------------------------------------------------------------- trajectories
+# ---------------------------------------------------------------------------- steps
 
 SEARCH_RESULTS = (
     "Page 1 (Total results: 2)\n[B07X1] Bon Jovi Greatest Hits (remastered, 2 CDs) $14.99\n"
     "[B08Y2] Queen Greatest Hits (1981 compilation) $24.99"
 )
+BON_JOVI_BAND = "Bon Jovi is an American rock band formed in 1983 in Sayreville."
+
+
+def call(index: int, tool: str, arguments: dict | None = None, result: str = "", **fields):
+    """A tool call with its arguments and result (the observation), other fields as `sv`'s."""
+    return sv(index, tool=tool, arguments=arguments or {}, observation=result, **fields)
+
+
+def thought(index: int, text: str):
+    return sv(index, "llm_reasoning", content=text)
+
+
+def said(index: int, text: str):
+    """A user turn."""
+    return sv(index, "user_input", content=text)
+
+
+def hits_search(index: int = 0):
+    """The webshop search whose results offer both albums."""
+    return call(index, "search", {"query": "greatest hits album"}, SEARCH_RESULTS)
+
+
+def missing_config(index: int, **fields):
+    return call(index, "read_file", {"path": "/etc/app.yml"}, is_error=True, **fields)
+
+
+def found_config(index: int):
+    return call(index, "read_file", {"path": "/etc/app/config.yml"}, "port: 8443")
+
+
+def bon_jovi_purchase(index: int):
+    """The album within budget clicked in the results, then bought."""
+    return [
+        call(index, "click", {"target": "B07X1"}, "Bon Jovi. [Buy Now]"),
+        call(index + 1, "click", {"target": "Buy Now"}, "Thank you"),
+    ]
+
+
+def payments_worker_restart(index: int):
+    """A check nothing used, a call on the worker the request names, and the restart."""
+    return [
+        call(index, "uptime", result="up 3 days"),
+        call(index + 1, "describe", {"name": "payments worker"}, "pw-6f: 2/2"),
+        call(index + 2, "rollout_restart", {"name": "payments-worker"}, "done"),
+    ]
+
+
+def libssl_install(**failed_fields):
+    """A package that is not there, then the one that installs."""
+    return [
+        call(0, "apt_install", {"pkg": "libssl1.1"}, is_error=True, **failed_fields),
+        call(1, "apt_install", {"pkg": "libssl3"}, "installed libssl3"),
+    ]
+
+
+# ---------------------------------------------------------------------------- trajectories
 
 
 def shop(outcome: str = "success", **fields):
@@ -48,35 +104,19 @@ def seed_000_trajectory():
         final_answer="The NetworkPolicy deny-all-egress blocked egress from svc-a; "
         "patched it to allow traffic to app=svc-b.",
     )
+    pods = "svc-a-7d9f   Running\nsvc-b-5c2a   Running"
+    logs = "dial tcp 10.0.3.17:8080: i/o timeout\nblocked by NetworkPolicy deny-all-egress"
+    policy = "spec: podSelector app=svc-a egress: [] resourceVersion=48213"
+    patched = "networkpolicy.networking.k8s.io/deny-all-egress patched"
+    patch = {"name": "deny-all-egress", "resourceVersion": "48213", "allow": "app=svc-b"}
     steps = [
-        sv(0, "user_input", content="svc-a gets timeouts calling svc-b since this morning"),
-        sv(
-            1,
-            tool="kubectl_get_pods",
-            arguments={"namespace": "prod"},
-            observation="svc-a-7d9f   Running\nsvc-b-5c2a   Running",
-        ),
-        sv(2, tool="docker_restart", arguments={"container": "svc-b"}, observation="restarted"),
-        sv(3, tool="docker_restart", arguments={"container": "svc-a"}, observation="restarted"),
-        sv(
-            4,
-            tool="kubectl_logs",
-            arguments={"pod": "svc-a-7d9f"},
-            observation="dial tcp 10.0.3.17:8080: i/o timeout\n"
-            "blocked by NetworkPolicy deny-all-egress",
-        ),
-        sv(
-            5,
-            tool="kubectl_get_networkpolicy",
-            arguments={"name": "deny-all-egress"},
-            observation="spec: podSelector app=svc-a egress: [] resourceVersion=48213",
-        ),
-        sv(
-            6,
-            tool="kubectl_patch_networkpolicy",
-            arguments={"name": "deny-all-egress", "resourceVersion": "48213", "allow": "app=svc-b"},
-            observation="networkpolicy.networking.k8s.io/deny-all-egress patched",
-        ),
+        said(0, "svc-a gets timeouts calling svc-b since this morning"),
+        call(1, "kubectl_get_pods", {"namespace": "prod"}, pods),
+        call(2, "docker_restart", {"container": "svc-b"}, "restarted"),
+        call(3, "docker_restart", {"container": "svc-a"}, "restarted"),
+        call(4, "kubectl_logs", {"pod": "svc-a-7d9f"}, logs),
+        call(5, "kubectl_get_networkpolicy", {"name": "deny-all-egress"}, policy),
+        call(6, "kubectl_patch_networkpolicy", patch, patched),
     ]
     return trace, steps
 
@@ -85,54 +125,54 @@ def refused_answer_trajectory():
     """A failed QA run: the agent misread the year and the checker refused the answer."""
     question = "What year was the band that sang Livin' on a Prayer formed?"
     trace = tv(task=question, outcome="failure", final_answer="1985", environment=["wiki"])
+    song = "Livin' on a Prayer is a song by Bon Jovi, released in 1986."
     steps = [
-        sv(0, "user_input", content=question),
-        sv(
-            1,
-            tool="search",
-            arguments={"query": "Livin' on a Prayer"},
-            observation="Livin' on a Prayer is a song by Bon Jovi, released in 1986.",
-        ),
-        sv(
-            2,
-            tool="search",
-            arguments={"query": "Bon Jovi"},
-            observation="Bon Jovi is an American rock band formed in 1983 in Sayreville.",
-        ),
-        sv(3, "llm_reasoning", content="The band was formed in 1985."),
-        sv(4, tool="finish", arguments={"answer": "1985"}, observation="Answer is INCORRECT"),
+        said(0, question),
+        call(1, "search", {"query": "Livin' on a Prayer"}, song),
+        call(2, "search", {"query": "Bon Jovi"}, BON_JOVI_BAND),
+        thought(3, "The band was formed in 1985."),
+        call(4, "finish", {"answer": "1985"}, "Answer is INCORRECT"),
     ]
     return trace, steps
 
 
 def wrong_turn_trajectory():
     """A failed shopping run: the agent picked the album over budget and bought it."""
+    queen = "Queen Greatest Hits. Price: $24.99. Format: [CD] [Vinyl]. [Buy Now]"
     steps = [
-        sv(0, "user_input", content="Buy a greatest hits album under 20 dollars"),
-        sv(
-            1, tool="search", arguments={"query": "greatest hits album"}, observation=SEARCH_RESULTS
-        ),
-        sv(2, "llm_reasoning", content="I will take the Queen album."),
-        sv(
-            3,
-            tool="click",
-            arguments={"target": "B08Y2"},
-            observation="Queen Greatest Hits. Price: $24.99. Format: [CD] [Vinyl]. [Buy Now]",
-        ),
-        sv(
-            4,
-            tool="click",
-            arguments={"target": "Vinyl"},
-            observation="Queen Greatest Hits, Vinyl selected. [Buy Now]",
-        ),
-        sv(
-            5,
-            tool="click",
-            arguments={"target": "Buy Now"},
-            observation="Your score (min 0.0, max 1.0): 0.0",
-        ),
+        said(0, "Buy a greatest hits album under 20 dollars"),
+        hits_search(1),
+        thought(2, "I will take the Queen album."),
+        call(3, "click", {"target": "B08Y2"}, queen),
+        call(4, "click", {"target": "Vinyl"}, "Queen Greatest Hits, Vinyl selected. [Buy Now]"),
+        call(5, "click", {"target": "Buy Now"}, "Your score (min 0.0, max 1.0): 0.0"),
     ]
     return shop("failure"), steps
+
+
+def back_and_forth_trajectory():
+    """A shopping run that opens the album over budget, goes back, and buys the other one."""
+    steps = [
+        hits_search(0),
+        call(1, "click", {"target": "B08Y2"}, "Queen $24.99 [< Prev]"),
+        call(2, "click", {"target": "< Prev"}, SEARCH_RESULTS + " p1"),
+        call(3, "click", {"target": "B07X1"}, "Bon Jovi $14.99 [Buy]"),
+        call(4, "click", {"target": "Buy"}, "Thank you"),
+    ]
+    return shop(), steps
+
+
+def turned_down_trajectory(first: tuple[str, str], turn_down: str, second: tuple[str, str]):
+    """A QA run that searches (query, result), turns that result down in a thought, searches
+    again and answers 1983."""
+    steps = [
+        call(0, "search", {"query": first[0]}, first[1]),
+        thought(1, turn_down),
+        call(2, "search", {"query": second[0]}, second[1]),
+        thought(3, "The band was formed in 1983."),
+        call(4, "finish", {"answer": "1983"}, "Episode finished"),
+    ]
+    return tv(task="When was the band Bon Jovi formed?", final_answer="1983"), steps
 
 
 # ---------------------------------------------------------------------------- seed 000
@@ -173,9 +213,7 @@ def test_the_reviewer_is_heuristic_2():
 
 
 def test_an_errored_step_is_failed_with_high_confidence():
-    judged = judgements(
-        tv(), [sv(0, tool="curl", is_error=True, error_type="Timeout"), sv(1, tool="ok")]
-    )
+    judged = judgements(tv(), [call(0, "curl", is_error=True, error_type="Timeout"), call(1, "ok")])
     assert (judged[0].label, judged[0].confidence) == ("failed", 0.95)
     assert "Timeout" in judged[0].reason
 
@@ -194,19 +232,18 @@ def test_an_errored_step_is_failed_with_high_confidence():
     ],
 )
 def test_a_result_that_opens_like_an_error_is_failed(result):
-    steps = [sv(0, tool="lookup", arguments={"q": "x"}, observation=result), sv(1, tool="ok")]
-    judged = judgements(tv(), steps)
+    judged = judgements(tv(), [call(0, "lookup", {"q": "x"}, result), call(1, "ok")])
     assert (judged[0].label, judged[0].confidence) == ("failed", 0.8)
 
 
 def test_a_result_opening_with_http_404_is_failed():
-    steps = [sv(0, tool="fetch", arguments={"url": "x"}, observation="HTTP 404"), sv(1, tool="ok")]
+    steps = [call(0, "fetch", {"url": "x"}, "HTTP 404"), call(1, "ok")]
     assert labels_of(tv(), steps)[0] == "failed"
 
 
 @pytest.mark.parametrize("result", ["Found 3 results", "results: none found further down"])
 def test_a_result_that_only_mentions_a_failure_word_later_is_not_failed(result):
-    steps = [sv(0, tool="lookup", arguments={"q": "x"}, observation=result), sv(1, tool="ok")]
+    steps = [call(0, "lookup", {"q": "x"}, result), call(1, "ok")]
     assert labels_of(tv(), steps)[0] != "failed"
 
 
@@ -229,8 +266,8 @@ def test_a_final_score_of_zero_is_a_verdict_against_the_run():
 
 def test_an_empty_final_result_of_a_failed_run_is_failed_with_low_confidence():
     steps = [
-        sv(0, tool="kubectl_get", arguments={"namespace": "prod"}, observation="payments 0/2"),
-        sv(1, tool="kubectl_rollout_restart", arguments={"deployment": "payments"}),
+        call(0, "kubectl_get", {"namespace": "prod"}, "payments 0/2"),
+        call(1, "kubectl_rollout_restart", {"deployment": "payments"}),
     ]
     judged = judgements(tv(task="Restart payments in prod", outcome="failure"), steps)
     assert (judged[1].label, judged[1].confidence) == ("failed", 0.6)
@@ -246,36 +283,22 @@ def test_a_refusal_only_counts_as_a_verdict_in_a_failed_run():
 
 
 def test_an_identical_repeated_call_is_redundant():
-    steps = [
-        sv(0, tool="get", arguments={"id": 1}, observation="x"),
-        sv(1, tool="get", arguments={"id": 1}, observation="x"),
-    ]
+    steps = [call(0, "get", {"id": 1}, "x"), call(1, "get", {"id": 1}, "x")]
     judged = judgements(tv(outcome="unknown"), steps)
     assert (judged[1].label, judged[1].confidence) == ("redundant", 0.9)
 
 
 def test_a_retry_after_a_failure_is_not_a_repeat():
-    steps = [
-        sv(0, tool="get", arguments={"id": 1}, is_error=True),
-        sv(1, tool="get", arguments={"id": 1}, observation="order-7781"),
-    ]
+    steps = [call(0, "get", {"id": 1}, is_error=True), call(1, "get", {"id": 1}, "order-7781")]
     labels = labels_of(tv(final_answer="order-7781 shipped"), steps)
     assert labels == {0: "failed", 1: "necessary"}
 
 
 def test_a_result_that_repeats_an_earlier_result_is_redundant():
     steps = [
-        sv(
-            0, tool="search", arguments={"query": "greatest hits album"}, observation=SEARCH_RESULTS
-        ),
-        sv(
-            1,
-            tool="search",
-            arguments={"query": "greatest hits albums"},
-            observation=SEARCH_RESULTS,
-        ),
-        sv(2, tool="click", arguments={"target": "B07X1"}, observation="Bon Jovi. [Buy Now]"),
-        sv(3, tool="click", arguments={"target": "Buy Now"}, observation="Thank you"),
+        hits_search(0),
+        call(1, "search", {"query": "greatest hits albums"}, SEARCH_RESULTS),
+        *bon_jovi_purchase(2),
     ]
     judged = judgements(shop(), steps)
     assert (judged[1].label, judged[1].confidence) == ("redundant", 0.8)
@@ -286,53 +309,34 @@ def test_a_result_that_repeats_an_earlier_result_is_redundant():
 def test_the_last_successful_call_is_necessary_even_when_its_result_reads_like_an_earlier_one():
     restarted = "deployment.apps/payments-worker restarted"
     steps = [
-        sv(0, tool="rollout_restart", arguments={"ns": "staging"}, observation=restarted),
-        sv(1, tool="rollout_restart", arguments={"ns": "prod"}, observation=restarted),
+        call(0, "rollout_restart", {"ns": "staging"}, restarted),
+        call(1, "rollout_restart", {"ns": "prod"}, restarted),
     ]
     labels = labels_of(tv(task="Restart the payments worker in prod"), steps)
     assert labels[1] == "necessary"
 
 
 def test_a_back_navigation_call_is_redundant():
-    steps = [
-        sv(
-            0, tool="search", arguments={"query": "greatest hits album"}, observation=SEARCH_RESULTS
-        ),
-        sv(1, tool="click", arguments={"target": "B08Y2"}, observation="Queen $24.99 [< Prev]"),
-        sv(2, tool="click", arguments={"target": "< Prev"}, observation=SEARCH_RESULTS + " p1"),
-        sv(3, tool="click", arguments={"target": "B07X1"}, observation="Bon Jovi $14.99 [Buy]"),
-        sv(4, tool="click", arguments={"target": "Buy"}, observation="Thank you"),
-    ]
-    judged = judgements(shop(), steps)
+    judged = judgements(*back_and_forth_trajectory())
     assert (judged[2].label, judged[2].confidence) == ("redundant", 0.6)
 
 
 @pytest.mark.parametrize("argument", ["Back to Search", "undo", "Cancel", "go back"])
 def test_undo_and_cancel_calls_are_navigation_not_progress(argument):
     steps = [
-        sv(0, tool="open", arguments={"item": "cart"}, observation="cart: 2 items"),
-        sv(1, tool="click", arguments={"target": argument}, observation="home page"),
-        sv(2, tool="checkout", arguments={}, observation="order placed"),
+        call(0, "open", {"item": "cart"}, "cart: 2 items"),
+        call(1, "click", {"target": argument}, "home page"),
+        call(2, "checkout", {}, "order placed"),
     ]
     assert labels_of(tv(task="check out the cart"), steps)[1] == "redundant"
 
 
 def test_a_step_that_only_fed_a_failed_call_is_redundant_in_a_success():
+    read_log = {"cmd": "cat /var/log/app.log"}
     steps = [
-        sv(0, tool="ssh_exec", arguments={"cmd": "ls /var/log"}, observation="app.log"),
-        sv(
-            1,
-            tool="ssh_exec",
-            arguments={"cmd": "cat /var/log/app.log"},
-            is_error=True,
-            error_type="PermissionDenied",
-        ),
-        sv(
-            2,
-            tool="log_api_query",
-            arguments={"service": "payments"},
-            observation="OOM at 03:12 pid=4411",
-        ),
+        call(0, "ssh_exec", {"cmd": "ls /var/log"}, "app.log"),
+        call(1, "ssh_exec", read_log, is_error=True, error_type="PermissionDenied"),
+        call(2, "log_api_query", {"service": "payments"}, "OOM at 03:12 pid=4411"),
     ]
     labels = labels_of(tv(final_answer="killed by OOM, pid=4411"), steps)
     assert labels == {0: "redundant", 1: "failed", 2: "necessary"}
@@ -340,8 +344,8 @@ def test_a_step_that_only_fed_a_failed_call_is_redundant_in_a_success():
 
 def test_a_call_nothing_used_is_redundant_with_low_confidence():
     steps = [
-        sv(0, tool="uptime", observation="up 3 days"),
-        sv(1, tool="deploy", arguments={"service": "svc-a"}, observation="deployed"),
+        call(0, "uptime", result="up 3 days"),
+        call(1, "deploy", {"service": "svc-a"}, "deployed"),
     ]
     judged = judgements(tv(), steps)
     assert (judged[0].label, judged[0].confidence) == ("redundant", 0.55)
@@ -351,17 +355,15 @@ def test_a_call_nothing_used_is_redundant_with_low_confidence():
 
 
 def test_the_first_user_input_states_the_request():
-    steps = [sv(0, "user_input", content="svc-a times out"), sv(1, tool="t", observation="x")]
-    judged = judgements(tv(), steps)
+    judged = judgements(tv(), [said(0, "svc-a times out"), call(1, "t", result="x")])
     assert (judged[0].label, judged[0].confidence) == ("necessary", 0.9)
 
 
 def test_a_clicked_element_offered_by_an_earlier_result_makes_that_result_necessary():
     steps = [
-        sv(0, tool="list_catalog", arguments={}, observation=SEARCH_RESULTS),
-        sv(1, tool="weather", arguments={"city": "Paris"}, observation="sunny"),
-        sv(2, tool="click", arguments={"target": "B07X1"}, observation="Bon Jovi. [Buy Now]"),
-        sv(3, tool="click", arguments={"target": "Buy Now"}, observation="Thank you"),
+        call(0, "list_catalog", {}, SEARCH_RESULTS),
+        call(1, "weather", {"city": "Paris"}, "sunny"),
+        *bon_jovi_purchase(2),
     ]
     judged = judgements(shop(), steps)
     assert (judged[0].label, judged[0].confidence) == ("necessary", 0.85)
@@ -371,45 +373,36 @@ def test_a_clicked_element_offered_by_an_earlier_result_makes_that_result_necess
 
 def test_a_value_used_by_a_later_necessary_step_makes_a_step_necessary():
     steps = [
-        sv(0, tool="find_user", arguments={"email": "a@b.c"}, observation="user_id=u-93817"),
-        sv(1, tool="weather", arguments={"city": "Paris"}, observation="sunny"),
-        sv(2, tool="list_orders", arguments={"user_id": "u-93817"}, observation="order-55120"),
+        call(0, "find_user", {"email": "a@b.c"}, "user_id=u-93817"),
+        call(1, "weather", {"city": "Paris"}, "sunny"),
+        call(2, "list_orders", {"user_id": "u-93817"}, "order-55120"),
     ]
     labels = labels_of(tv(final_answer="Your last order is order-55120."), steps)
     assert labels == {0: "necessary", 1: "redundant", 2: "necessary"}
 
 
 def test_a_value_link_is_weaker_evidence_than_a_verbatim_one():
-    steps = [
-        sv(0, tool="find_user", arguments={"email": "a@b.c"}, observation="user_id=u-93817"),
-        sv(
-            1,
-            tool="notify",
-            arguments={"text": "Hello u-93817, your order is late"},
-            observation="sent",
-        ),
-    ]
-    judged = judgements(tv(), steps)
+    found = call(0, "find_user", {"email": "a@b.c"}, "user_id=u-93817")
+    mentioned = [found, call(1, "notify", {"text": "Hello u-93817, your order is late"}, "sent")]
+    judged = judgements(tv(), mentioned)
     assert (judged[0].label, judged[0].confidence) == ("necessary", 0.75)
 
-    verbatim = [steps[0], sv(1, tool="list_orders", arguments={"user_id": "u-93817"})]
+    verbatim = [found, call(1, "list_orders", {"user_id": "u-93817"})]
     assert judgements(tv(), verbatim)[0].confidence == 0.85
 
 
 def test_a_value_is_credited_to_the_latest_step_that_produced_it():
     steps = [
-        sv(0, tool="lookup", arguments={"table": "pending"}, observation="order-7781 pending"),
-        sv(
-            1, tool="lookup", arguments={"table": "shipped"}, observation="order-7781 shipped today"
-        ),
-        sv(2, tool="send", arguments={"text": "Your order order-7781 shipped"}, observation="sent"),
+        call(0, "lookup", {"table": "pending"}, "order-7781 pending"),
+        call(1, "lookup", {"table": "shipped"}, "order-7781 shipped today"),
+        call(2, "send", {"text": "Your order order-7781 shipped"}, "sent"),
     ]
     labels = labels_of(tv(task="Tell the customer when their parcel ships"), steps)
     assert labels == {0: "redundant", 1: "necessary", 2: "necessary"}
 
 
 def test_without_a_final_answer_the_last_call_of_a_success_is_necessary():
-    steps = [sv(0, tool="a", observation="fine"), sv(1, tool="deploy", observation="done")]
+    steps = [call(0, "a", result="fine"), call(1, "deploy", result="done")]
     judged = judgements(tv(outcome="success"), steps)
     assert (judged[1].label, judged[1].confidence) == ("necessary", 0.8)
     assert judged[0].label == "redundant"
@@ -417,16 +410,16 @@ def test_without_a_final_answer_the_last_call_of_a_success_is_necessary():
 
 def test_without_a_final_answer_the_last_successful_call_is_necessary():
     steps = [
-        sv(0, tool="a", observation="fine"),
-        sv(1, tool="deploy", observation="done"),
-        sv(2, tool="notify", is_error=True),
+        call(0, "a", result="fine"),
+        call(1, "deploy", result="done"),
+        call(2, "notify", is_error=True),
     ]
     labels = labels_of(tv(outcome="success"), steps)
     assert labels == {0: "redundant", 1: "necessary", 2: "failed"}
 
 
 def test_a_successful_run_whose_answer_names_no_value_still_has_an_effective_call():
-    steps = [sv(0, tool="check", observation="fine"), sv(1, tool="restart_pool", observation="ok")]
+    steps = [call(0, "check", result="fine"), call(1, "restart_pool", result="ok")]
     labels = labels_of(
         tv(outcome="success", final_answer="Raised the pool size; errors stopped."), steps
     )
@@ -434,12 +427,7 @@ def test_a_successful_run_whose_answer_names_no_value_still_has_an_effective_cal
 
 
 def test_a_call_acting_on_the_request_is_necessary_with_low_confidence():
-    steps = [
-        sv(0, tool="uptime", observation="up 3 days"),
-        sv(1, tool="describe", arguments={"name": "payments worker"}, observation="pw-6f: 2/2"),
-        sv(2, tool="rollout_restart", arguments={"name": "payments-worker"}, observation="done"),
-    ]
-    judged = judgements(tv(task="Restart the payments worker"), steps)
+    judged = judgements(tv(task="Restart the payments worker"), payments_worker_restart(0))
     assert (judged[1].label, judged[1].confidence) == ("necessary", 0.6)
     assert "request" in judged[1].reason
     assert judged[0].label == "redundant"
@@ -455,25 +443,14 @@ def test_a_blind_action_on_a_service_the_request_names_is_not_credited_when_an_a
 
 
 def test_a_result_the_agent_turned_down_and_never_used_is_misleading():
-    steps = [
-        sv(
-            0,
-            tool="search",
-            arguments={"query": "Bon Jovi album"},
-            observation="Slippery When Wet is the third studio album, released in August 1986.",
-        ),
-        sv(1, "llm_reasoning", content="This does not mention when the band was formed."),
-        sv(
-            2,
-            tool="search",
-            arguments={"query": "Bon Jovi band"},
-            observation="Bon Jovi is an American rock band formed in 1983 in Sayreville.",
-        ),
-        sv(3, "llm_reasoning", content="The band was formed in 1983."),
-        sv(4, tool="finish", arguments={"answer": "1983"}, observation="Episode finished"),
-    ]
-    trace = tv(task="When was the band Bon Jovi formed?", final_answer="1983")
-    judged = judgements(trace, steps)
+    album = "Slippery When Wet is the third studio album, released in August 1986."
+    judged = judgements(
+        *turned_down_trajectory(
+            ("Bon Jovi album", album),
+            "This does not mention when the band was formed.",
+            ("Bon Jovi band", BON_JOVI_BAND),
+        )
+    )
     assert (judged[0].label, judged[0].confidence) == ("misleading", 0.55)
     assert "turned its result down at step 1" in judged[0].reason
     assert judged[2].label == judged[3].label == judged[4].label == "necessary"
@@ -481,52 +458,31 @@ def test_a_result_the_agent_turned_down_and_never_used_is_misleading():
 
 def test_a_product_page_turned_down_as_too_expensive_is_misleading():
     steps = [
-        sv(
-            0, tool="search", arguments={"query": "greatest hits album"}, observation=SEARCH_RESULTS
-        ),
-        sv(1, tool="click", arguments={"target": "B08Y2"}, observation="Queen $24.99 [Buy Now]"),
-        sv(2, "llm_reasoning", content="This one is too expensive."),
-        sv(3, tool="click", arguments={"target": "B07X1"}, observation="Bon Jovi $14.99 [Buy Now]"),
-        sv(4, tool="click", arguments={"target": "Buy Now"}, observation="Thank you"),
+        hits_search(0),
+        call(1, "click", {"target": "B08Y2"}, "Queen $24.99 [Buy Now]"),
+        thought(2, "This one is too expensive."),
+        call(3, "click", {"target": "B07X1"}, "Bon Jovi $14.99 [Buy Now]"),
+        call(4, "click", {"target": "Buy Now"}, "Thank you"),
     ]
     assert labels_of(shop(), steps)[1] == "misleading"
 
 
 def test_a_turned_down_result_the_run_used_later_stays_necessary():
-    steps = [
-        sv(
-            0,
-            tool="search",
-            arguments={"query": "Bon Jovi"},
-            observation="Bon Jovi is a rock band from Sayreville, founded by Jon Bongiovi.",
-        ),
-        sv(1, "llm_reasoning", content="This does not say when they formed."),
-        sv(
-            2,
-            tool="search",
-            arguments={"query": "Jon Bongiovi"},
-            observation="Jon Bongiovi started the band Bon Jovi in 1983.",
-        ),
-        sv(3, "llm_reasoning", content="The band was formed in 1983."),
-        sv(4, tool="finish", arguments={"answer": "1983"}, observation="Episode finished"),
-    ]
-    judged = judgements(tv(task="When was the band Bon Jovi formed?", final_answer="1983"), steps)
+    band = "Bon Jovi is a rock band from Sayreville, founded by Jon Bongiovi."
+    judged = judgements(
+        *turned_down_trajectory(
+            ("Bon Jovi", band),
+            "This does not say when they formed.",
+            ("Jon Bongiovi", "Jon Bongiovi started the band Bon Jovi in 1983."),
+        )
+    )
     assert judged[0].label == "necessary"  # its founder's name was searched next
     assert (judged[1].label, judged[1].confidence) == ("misleading", 0.55)
     assert "used later" in judged[1].reason
 
 
 def test_a_call_undone_right_after_is_misleading():
-    steps = [
-        sv(
-            0, tool="search", arguments={"query": "greatest hits album"}, observation=SEARCH_RESULTS
-        ),
-        sv(1, tool="click", arguments={"target": "B08Y2"}, observation="Queen $24.99 [< Prev]"),
-        sv(2, tool="click", arguments={"target": "< Prev"}, observation=SEARCH_RESULTS + " p1"),
-        sv(3, tool="click", arguments={"target": "B07X1"}, observation="Bon Jovi $14.99 [Buy]"),
-        sv(4, tool="click", arguments={"target": "Buy"}, observation="Thank you"),
-    ]
-    judged = judgements(shop(), steps)
+    judged = judgements(*back_and_forth_trajectory())
     assert (judged[1].label, judged[1].confidence) == ("misleading", 0.55)
     assert "undone at step 2" in judged[1].reason
 
@@ -551,9 +507,7 @@ def test_in_a_failed_run_the_right_moves_before_the_wrong_turn_are_necessary():
 
 def test_in_a_partly_failed_run_the_wrong_turn_is_the_last_choice():
     _, steps = wrong_turn_trajectory()
-    steps[-1] = sv(
-        5, tool="click", arguments={"target": "Buy Now"}, observation="Your score: 0.5 of 1.0"
-    )
+    steps[-1] = call(5, "click", {"target": "Buy Now"}, "Your score: 0.5 of 1.0")
     judged = judgements(shop("partial"), steps)
     assert judged[4].label == "misleading" and "wrong turn" in judged[4].reason
     assert "wrong turn" not in judged[3].reason
@@ -561,20 +515,16 @@ def test_in_a_partly_failed_run_the_wrong_turn_is_the_last_choice():
 
 
 def test_the_final_action_of_a_failed_run_without_a_verdict_is_misleading():
-    steps = [
-        sv(0, tool="apt_install", arguments={"pkg": "libssl1.1"}, is_error=True),
-        sv(1, tool="apt_install", arguments={"pkg": "libssl3"}, observation="installed libssl3"),
-    ]
-    judged = judgements(tv(outcome="failure"), steps)
+    judged = judgements(tv(outcome="failure"), libssl_install())
     assert (judged[1].label, judged[1].confidence) == ("misleading", 0.6)
 
 
 def test_a_call_the_user_complained_about_right_after_is_misleading():
     steps = [
-        sv(0, "user_input", content="Restart the payments worker in prod"),
-        sv(1, tool="restart", arguments={"ns": "staging"}, observation="restarted in staging"),
-        sv(2, "user_input", content="That's wrong, I said prod"),
-        sv(3, tool="restart", arguments={"ns": "prod"}, observation="restarted in prod"),
+        said(0, "Restart the payments worker in prod"),
+        call(1, "restart", {"ns": "staging"}, "restarted in staging"),
+        said(2, "That's wrong, I said prod"),
+        call(3, "restart", {"ns": "prod"}, "restarted in prod"),
     ]
     judged = judgements(tv(task="Restart the payments worker in prod"), steps)
     assert (judged[1].label, judged[1].confidence) == ("misleading", 0.7)
@@ -583,9 +533,9 @@ def test_a_call_the_user_complained_about_right_after_is_misleading():
 
 def test_a_complaint_is_recognised_when_the_task_came_in_the_trace_not_a_user_turn():
     steps = [
-        sv(0, tool="restart", arguments={"ns": "staging"}, observation="restarted in staging"),
-        sv(1, "user_input", content="That's wrong, I said prod"),
-        sv(2, tool="restart", arguments={"ns": "prod"}, observation="restarted in prod"),
+        call(0, "restart", {"ns": "staging"}, "restarted in staging"),
+        said(1, "That's wrong, I said prod"),
+        call(2, "restart", {"ns": "prod"}, "restarted in prod"),
     ]
     assert labels_of(tv(task="Restart the payments worker in prod"), steps)[0] == "misleading"
 
@@ -595,9 +545,9 @@ def test_a_complaint_is_recognised_when_the_task_came_in_the_trace_not_a_user_tu
 
 def test_a_thought_deciding_a_necessary_call_is_necessary():
     steps = [
-        sv(0, tool="uptime", observation="up 3 days"),
-        sv(1, "llm_reasoning", content="Now deploy it."),
-        sv(2, tool="deploy", observation="done"),
+        call(0, "uptime", result="up 3 days"),
+        thought(1, "Now deploy it."),
+        call(2, "deploy", result="done"),
     ]
     judged = judgements(tv(), steps)
     assert (judged[1].label, judged[1].confidence) == ("necessary", 0.7)
@@ -611,33 +561,22 @@ def test_a_thought_deciding_a_misleading_call_is_misleading():
 
 
 def test_a_thought_deciding_a_failed_call_in_a_run_that_recovered_is_redundant():
-    steps = [
-        sv(0, "llm_reasoning", content="Let me look."),
-        sv(1, tool="read_file", arguments={"path": "/etc/app.yml"}, is_error=True),
-        sv(
-            2, tool="read_file", arguments={"path": "/etc/app/config.yml"}, observation="port: 8443"
-        ),
-    ]
+    steps = [thought(0, "Let me look."), missing_config(1), found_config(2)]
     judged = judgements(tv(task="Read the app port", final_answer="port 8443"), steps)
     assert (judged[0].label, judged[0].confidence) == ("redundant", 0.55)
 
 
 def test_a_thought_deciding_the_first_failed_call_is_a_try_not_misleading():
-    steps = [
-        sv(0, "llm_reasoning", content="I will read the config file."),
-        sv(1, tool="read_file", arguments={"path": "/etc/app.yml"}, is_error=True),
-    ]
+    steps = [thought(0, "I will read the config file."), missing_config(1)]
     assert labels_of(tv(task="Read the app port", outcome="failure"), steps)[0] == "redundant"
 
 
 def test_a_thought_that_keeps_to_a_path_that_failed_before_is_misleading():
     steps = [
-        sv(0, tool="read_file", arguments={"path": "/etc/app.yml"}, is_error=True),
-        sv(1, "llm_reasoning", content="Let me try another place."),
-        sv(2, tool="read_file", arguments={"path": "/etc/app/app.yml"}, is_error=True),
-        sv(
-            3, tool="read_file", arguments={"path": "/etc/app/config.yml"}, observation="port: 8443"
-        ),
+        missing_config(0),
+        thought(1, "Let me try another place."),
+        call(2, "read_file", {"path": "/etc/app/app.yml"}, is_error=True),
+        found_config(3),
     ]
     labels = labels_of(tv(task="Read the app port", final_answer="port 8443"), steps)
     assert labels[1] == "misleading"
@@ -649,8 +588,8 @@ def test_a_thought_that_produced_the_final_answer_is_judged_by_the_answer_not_th
     assert "decides" not in judged[3].reason  # it produced the answer: rule 4, not rule 5
 
     success = tv(task=trace.task, outcome="success", final_answer="1983")
-    steps[3] = sv(3, "llm_reasoning", content="The band was formed in 1983.")
-    steps[4] = sv(4, tool="finish", arguments={"answer": "1983"}, observation="Episode finished")
+    steps[3] = thought(3, "The band was formed in 1983.")
+    steps[4] = call(4, "finish", {"answer": "1983"}, "Episode finished")
     judged = judgements(success, steps)
     assert judged[3].label == "necessary" and "final answer" in judged[3].reason
 
@@ -660,11 +599,9 @@ def test_a_thought_that_produced_the_final_answer_is_judged_by_the_answer_not_th
 
 def test_confidence_reflects_the_evidence_behind_each_label():
     steps = [
-        sv(0, tool="kubectl_get", arguments={"name": "pw-x"}, is_error=True, error_type="NotFound"),
-        sv(1, tool="kubectl_get", arguments={"name": "pay"}, observation="Error: not found"),
-        sv(2, tool="uptime", observation="up 3 days"),
-        sv(3, tool="describe", arguments={"name": "payments worker"}, observation="pw-6f: 2/2"),
-        sv(4, tool="rollout_restart", arguments={"name": "payments-worker"}, observation="done"),
+        call(0, "kubectl_get", {"name": "pw-x"}, is_error=True, error_type="NotFound"),
+        call(1, "kubectl_get", {"name": "pay"}, "Error: not found"),
+        *payments_worker_restart(2),
     ]
     judged = judgements(tv(task="Restart the payments worker"), steps)
     confidence = {i: j.confidence for i, j in judged.items()}
@@ -680,14 +617,7 @@ def test_confidence_reflects_the_evidence_behind_each_label():
 
 
 def test_a_success_yields_a_strategy_of_tool_calls_with_their_arguments():
-    steps = [
-        sv(
-            0, tool="search", arguments={"query": "greatest hits album"}, observation=SEARCH_RESULTS
-        ),
-        sv(1, tool="click", arguments={"target": "B07X1"}, observation="Bon Jovi. [Buy Now]"),
-        sv(2, tool="click", arguments={"target": "Buy Now"}, observation="Thank you"),
-    ]
-    template = review(shop(), steps).template
+    template = review(shop(), [hits_search(0), *bon_jovi_purchase(1)]).template
     assert template.experience == (
         'When you work on "Buy a greatest hits album under 20 dollars" (webshop), '
         'search "greatest hits album", then click "B07X1", then click "Buy Now".'
@@ -700,18 +630,7 @@ def test_a_success_yields_a_strategy_of_tool_calls_with_their_arguments():
 
 
 def test_a_success_that_went_wrong_on_the_way_adds_what_not_to_do():
-    steps = [
-        sv(
-            0,
-            tool="read_file",
-            arguments={"path": "/etc/app.yml"},
-            is_error=True,
-            error_type="FileNotFoundError",
-        ),
-        sv(
-            1, tool="read_file", arguments={"path": "/etc/app/config.yml"}, observation="port: 8443"
-        ),
-    ]
+    steps = [missing_config(0, error_type="FileNotFoundError"), found_config(1)]
     template = review(tv(final_answer="port 8443"), steps).template
     assert template.experience.endswith(
         ', read_file "/etc/app/config.yml". '
@@ -720,19 +639,8 @@ def test_a_success_that_went_wrong_on_the_way_adds_what_not_to_do():
 
 
 def test_a_tool_that_also_worked_is_not_avoided_wholesale():
-    steps = [
-        sv(
-            0,
-            tool="read_file",
-            arguments={"path": "/etc/app.yml"},
-            is_error=True,
-            error_type="FileNotFoundError",
-            observation="FileNotFoundError: /etc/app.yml",
-        ),
-        sv(
-            1, tool="read_file", arguments={"path": "/etc/app/config.yml"}, observation="port: 8443"
-        ),
-    ]
+    not_found = {"error_type": "FileNotFoundError", "result": "FileNotFoundError: /etc/app.yml"}
+    steps = [missing_config(0, **not_found), found_config(1)]
     template = review(tv(final_answer="port 8443"), steps).template
 
     assert not re.search(r"(?i)(avoid|do not) read_file(?! \")", template.experience)
@@ -744,9 +652,9 @@ def test_a_tool_that_also_worked_is_not_avoided_wholesale():
 
 def test_a_greeting_only_opening_is_dropped_from_the_scene_and_identifiers_are_kept():
     steps = [
-        sv(0, "user_input", content="Hello there, hope you are well."),
-        sv(1, "user_input", content="Pod svc-a-7d9f in prod-eu is OOMKilled since 10:42."),
-        sv(2, tool="kubectl_logs", arguments={"pod": "svc-a-7d9f"}, observation="OOM pid=4411"),
+        said(0, "Hello there, hope you are well."),
+        said(1, "Pod svc-a-7d9f in prod-eu is OOMKilled since 10:42."),
+        call(2, "kubectl_logs", {"pod": "svc-a-7d9f"}, "OOM pid=4411"),
     ]
     template = review(tv(task="Hi!"), steps).template
 
@@ -795,8 +703,8 @@ def test_long_json_arguments_are_summarised_never_cut_mid_json():
         "page": 2,
     }
     steps = [
-        sv(0, tool="search_products", arguments=arguments, observation="[B0C9XK1] Sony $89"),
-        sv(1, tool="click", arguments={"target": "B0C9XK1"}, observation="Thank you"),
+        call(0, "search_products", arguments, "[B0C9XK1] Sony $89"),
+        call(1, "click", {"target": "B0C9XK1"}, "Thank you"),
     ]
     template = review(tv(task="Buy wireless noise cancelling headphones"), steps).template
     phrase = action_phrase(steps[0])
@@ -826,10 +734,10 @@ def test_a_failure_yields_a_lesson_of_what_not_to_do_and_what_it_led_to():
 
 def test_a_failure_lesson_says_what_worked_after_the_wrong_step():
     steps = [
-        sv(0, tool="read_file", arguments={"path": "/etc/app.yml"}, is_error=True),
-        sv(1, tool="list_dir", arguments={"path": "/etc/app"}, observation="config.yml\nREADME"),
-        sv(2, "llm_reasoning", content="The port is probably the default 8080."),
-        sv(3, tool="submit", arguments={"answer": "8080"}, observation="Answer is INCORRECT"),
+        missing_config(0),
+        call(1, "list_dir", {"path": "/etc/app"}, "config.yml\nREADME"),
+        thought(2, "The port is probably the default 8080."),
+        call(3, "submit", {"answer": "8080"}, "Answer is INCORRECT"),
     ]
     trace = tv(
         task="What port does the app in /etc/app listen on?", outcome="failure", final_answer="8080"
@@ -840,17 +748,8 @@ def test_a_failure_lesson_says_what_worked_after_the_wrong_step():
 
 
 def test_a_failed_trajectory_yields_a_lesson_and_does_not_offer_the_same_failure_as_the_fix():
-    steps = [
-        sv(
-            0,
-            tool="apt_install",
-            arguments={"pkg": "libssl1.1"},
-            is_error=True,
-            error_type="PackageNotFound",
-            observation="E: Unable to locate package libssl1.1",
-        ),
-        sv(1, tool="apt_install", arguments={"pkg": "libssl3"}, observation="installed libssl3"),
-    ]
+    not_found = {"error_type": "PackageNotFound", "result": "E: Unable to locate package libssl1.1"}
+    steps = libssl_install(**not_found)
     trace = tv(outcome="failure", final_answer="libssl3 installed but the build still fails")
     template = review(trace, steps).template
 
@@ -861,7 +760,7 @@ def test_a_failed_trajectory_yields_a_lesson_and_does_not_offer_the_same_failure
 
 
 def test_a_trajectory_with_nothing_to_learn_is_not_worth_referencing():
-    steps = [sv(0, "llm_reasoning", content="thinking"), sv(1, "llm_reasoning", content="done")]
+    steps = [thought(0, "thinking"), thought(1, "done")]
     outcome = review(tv(outcome="unknown"), steps)
     assert not outcome.template.worth_reference
 

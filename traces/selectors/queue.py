@@ -6,17 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db.models import (
-    Case,
-    Count,
-    Exists,
-    IntegerField,
-    Min,
-    OuterRef,
-    Q,
-    QuerySet,
-    When,
-)
+from django.db.models import Count, Exists, F, Min, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from core.pagination import RankedPage, paginate_by_rank
@@ -55,31 +45,16 @@ def queue_candidates(
     """Complete traces with machine labels no person has confirmed yet, most urgent first.
 
     Traces another reviewer holds with a live claim are left out (unless `include_held`, for
-    the overview that shows who holds them); a lapsed claim holds nothing.
+    the overview that shows who holds them); a lapsed claim holds nothing. The priority is kept
+    on each trace by a trigger on its steps (traces migration 0011), so a page is a range of the
+    `traces_trace_queue` index whatever the size of the project.
     """
     now = timezone.now()
-    machine = Step.objects.filter(
-        trace=OuterRef("pk"), label_source__in=Step.MACHINE_LABEL_SOURCES
-    ).exclude(label="")
-    # "Accept all" marks steps human too, but that is a confirmation, not a disagreement.
-    changed = Step.objects.filter(
-        trace=OuterRef("pk"), label_source=Step.LabelSource.HUMAN, is_accepted_as_is=False
-    )
-    low = settings.HINDSIGHT_LOW_CONFIDENCE
     candidates = (
-        Trace.objects.filter(project=project, completed_at__isnull=False)
-        .filter(Exists(machine))
-        .annotate(
-            priority=Case(
-                When(Exists(changed), then=QueueReason.DISAGREEMENT),
-                When(
-                    Exists(machine.filter(label_confidence__lt=low)),
-                    then=QueueReason.LOW_CONFIDENCE,
-                ),
-                default=QueueReason.UNCHECKED,
-                output_field=IntegerField(),
-            )
+        Trace.objects.filter(
+            project=project, completed_at__isnull=False, queue_priority__isnull=False
         )
+        .annotate(priority=F("queue_priority"))
         .order_by("priority", "pk")
     )
     if not include_held:

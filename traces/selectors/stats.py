@@ -1,23 +1,30 @@
 """Figures of /stats/: label agreement between machine and people (Cohen's kappa), volumes."""
 
-from datetime import timedelta
+from collections import Counter
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db.models import (
-    Count,
-)
-from django.db.models.functions import TruncDate
+from django.db.models import Sum
 from django.utils import timezone
 
-from traces.models import (
-    Project,
-    Review,
-    Step,
-    Trace,
-)
+from traces.models import Project, Review, Step, Tally, Trace
 from traces.selectors.inspector import review_label
 
-AGREEMENT_SAMPLE = 50_000
+# The latest steps people judged one by one that the agreement is computed on: a bounded read
+# at any library size (the page says how many pairs it used).
+AGREEMENT_SAMPLE = 5_000
+
+
+def tallies(*, project: Project, prefix: str, since: str = "") -> dict[str, int]:
+    """The counts the triggers keep (traces/models/tallies.py) whose name starts with `prefix`
+    (and sorts at or after `prefix + since`), by the name's rest."""
+    rows = (
+        Tally.objects.filter(project=project, name__startswith=prefix, name__gte=prefix + since)
+        .values_list("name")
+        .annotate(total=Sum("n"))
+        .order_by()
+    )
+    return {name[len(prefix) :]: total for name, total in rows if total}
 
 
 def machine_labels_for(trace_ids: list[int]) -> dict[tuple[int, int], str]:
@@ -57,10 +64,15 @@ def label_agreement(*, project: Project) -> dict[str, Any]:
     Labels accepted as is ("Accept all", "Finish & next") are left out: nobody looked at those
     steps one by one, so counting them would inflate agreement with the machine.
     """
-    judged = Step.objects.filter(trace__project=project, label_source=Step.LabelSource.HUMAN)
-    accepted = judged.filter(is_accepted_as_is=True).exclude(label="").count()
+    accepted = sum(
+        n
+        for name, n in tallies(project=project, prefix="label:human:").items()
+        if name.endswith(":accepted")
+    )
     human = list(
-        judged.filter(is_accepted_as_is=False)
+        Step.objects.filter(
+            trace__project=project, label_source=Step.LabelSource.HUMAN, is_accepted_as_is=False
+        )
         .exclude(label="")
         .order_by("-pk")
         .values_list("trace_id", "index", "label")[:AGREEMENT_SAMPLE]
@@ -79,6 +91,8 @@ def label_agreement(*, project: Project) -> dict[str, Any]:
         })  # fmt: skip
     return {
         "pairs": len(pairs),
+        "sample": AGREEMENT_SAMPLE,
+        "is_sampled": len(human) == AGREEMENT_SAMPLE,
         "accepted_as_is": accepted,
         "rows": rows,
         "kappa": cohen_kappa(pairs, list(Step.Label.values)),
@@ -90,36 +104,26 @@ def label_agreement(*, project: Project) -> dict[str, Any]:
 
 
 def project_stats(*, project: Project, days: int = 30) -> dict[str, Any]:
+    """The page's figures, from the tallies (a few rows whatever the volume) and a bounded
+    sample of human judgements. Traces per day are summed from UTC hours into local days; the
+    first day of the window counts its whole first hour."""
     by_source: dict[str, dict[str, int]] = {}
-    distribution = (
-        Step.objects.filter(trace__project=project)
-        .exclude(label="")
-        .values_list("label_source", "label")
-        .annotate(n=Count("pk"))
-        .order_by()
-    )
-    for source, label, n in distribution:
-        by_source.setdefault(source, {})[label] = n
-    statuses = dict(
-        Trace.objects.filter(project=project)
-        .values_list("review_status")
-        .annotate(n=Count("pk"))
-        .order_by()
-    )
-    since = timezone.now() - timedelta(days=days)
-    per_day = (
-        Trace.objects.filter(project=project, created_at__gte=since)
-        .annotate(day=TruncDate("created_at"))
-        .values_list("day")
-        .annotate(n=Count("pk"))
-        .order_by("day")
-    )
+    for name, n in tallies(project=project, prefix="label:").items():
+        source, label = name.split(":")[:2]
+        by_source.setdefault(source, {})
+        by_source[source][label] = by_source[source].get(label, 0) + n
+    statuses = tallies(project=project, prefix="status:")
+    since = timezone.now().astimezone(UTC) - timedelta(days=days)
+    per_day: Counter[str] = Counter()
+    for hour, n in tallies(project=project, prefix="hour:", since=f"{since:%Y-%m-%dT%H}").items():
+        start = datetime.strptime(hour, "%Y-%m-%dT%H").replace(tzinfo=UTC)
+        per_day[timezone.localtime(start).date().isoformat()] += n
     return {
         "labels": list(Step.Label.values),
         "sources": list(Step.LabelSource.values),
         "by_source": by_source,
         "statuses": [(s, statuses.get(s, 0)) for s in Trace.ReviewStatus.values],
-        "per_day": [(day.isoformat(), n) for day, n in per_day],
+        "per_day": sorted(per_day.items()),
         "agreement": label_agreement(project=project),
         "days": days,
     }

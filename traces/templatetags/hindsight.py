@@ -1,9 +1,10 @@
-"""Template filters for untrusted trace text."""
+"""Template filters for untrusted trace text.
+
+The string helpers they use live in `_text` (reveal, previews, JSON) and `_markdown`;
+`reveal` is imported from here by other modules too.
+"""
 
 import html
-import json
-import re
-from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -11,29 +12,19 @@ from django import template
 from django.template import Context
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
-from markdown_it import MarkdownIt
-from markdown_it.renderer import RendererHTML
-from markdown_it.token import Token
-from markdown_it.utils import EnvType, OptionsDict
 
 from traces.models import Step
+from traces.templatetags._markdown import markdown_gist, markdown_html
+from traces.templatetags._text import (
+    PREVIEW_CHARS,
+    is_long,
+    json_pretty,
+    preview,
+    reveal,
+    text_size,
+)
 
 register = template.Library()
-
-# Bidi overrides/isolates and invisible characters can make "gnp.exe" read as "exe.png" or hide
-# text; agent-sent text shows them as visible code points instead (escaping happens after).
-_INVISIBLE = [0x061C, 0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x2060, 0x2061, 0x2062, 0x2063,
-              0x2064, 0xFEFF, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]  # fmt: skip
-_INVISIBLE_RE = re.compile("[" + "".join(chr(code) for code in _INVISIBLE) + "]")
-
-
-def _code_point(match: re.Match[str]) -> str:
-    return f"[U+{ord(match.group()):04X}]"
-
-
-def reveal(text: str) -> str:
-    # search first: almost no text has any, and a search is much cheaper than a substitution
-    return _INVISIBLE_RE.sub(_code_point, text) if _INVISIBLE_RE.search(text) else text
 
 
 @register.filter
@@ -100,10 +91,6 @@ def _machine_was(step: Any) -> str:
 # A 5 KB system prompt or a 200-line observation at full height buries the steps around it: long
 # parts start folded (<details>, so it works without JS) behind a one-line preview.
 
-PREVIEW_CHARS = 100  # fits one line of a step at 1024-1440 px; CSS cuts it if not
-LONG_CHARS = 700  # past this many characters (or LONG_LINES lines) a part starts folded
-LONG_LINES = 12
-
 KIND_NAMES = {
     "user_input": "User input",
     "llm_reasoning": "LLM",
@@ -128,28 +115,6 @@ CONTENT_NAMES = {
 }
 
 
-def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
-    """`text` on one line within `limit` characters, cut at a word boundary with an ellipsis."""
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat
-    head = flat[:limit]
-    space = head.rfind(" ")
-    if space > limit // 2:  # a word boundary not too far back; else one very long "word"
-        head = head[:space]
-    return head.rstrip(" ,;:.-") + "…"
-
-
-def is_long(text: str) -> bool:
-    return len(text) > LONG_CHARS or text.count("\n") >= LONG_LINES
-
-
-def _size(text: str) -> str:
-    lines = text.count("\n") + 1
-    chars = f"{len(text) / 1000:.1f} K chars" if len(text) >= 1000 else f"{len(text)} chars"
-    return f"{chars} · {lines} lines" if lines > 1 else chars
-
-
 def _fold(
     name: str, text: str, inner: str, *, key: str, is_open: bool, note: str = "",
     gist: str | None = None,
@@ -159,76 +124,10 @@ def _fold(
     return (
         f'<details class="fold fold-{key}" data-fold="{key}"{" open" if is_open else ""}>'
         f'<summary><span class="part">{name}</span>{note}'
-        f' <small class="size">{_e(_size(text))}</small>'
+        f' <small class="size">{_e(text_size(text))}</small>'
         f' <span class="preview"><bdi>{_e(preview(text if gist is None else gist))}</bdi></span>'
         f"</summary>{inner}</details>"
     )
-
-
-# Markdown in LLM messages: no raw HTML (any tag shows as text), links only to http(s), no
-# images (no request leaves the page for agent-chosen addresses), headings kept below the page's.
-class _Markdown(MarkdownIt):
-    def validateLink(self, url: str) -> bool:  # noqa: N802 - markdown-it's name
-        return url.strip().lower().startswith(("http://", "https://"))
-
-
-def _link_open(
-    renderer: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
-) -> str:
-    tokens[idx].attrSet("rel", "nofollow noopener noreferrer")
-    return renderer.renderToken(tokens, idx, options, env)
-
-
-def _heading(
-    renderer: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
-) -> str:
-    tokens[idx].tag = f"h{min(6, int(tokens[idx].tag[1]) + 3)}"  # "# x" in a step is an h4
-    return renderer.renderToken(tokens, idx, options, env)
-
-
-_MD = _Markdown("commonmark", {"html": False, "breaks": True})
-_MD.enable(["table", "strikethrough"]).disable("image")
-_MD.add_render_rule("link_open", _link_open)
-_MD.add_render_rule("heading_open", _heading)
-_MD.add_render_rule("heading_close", _heading)
-# Text with none of Markdown's syntax renders as it is: skips the parser (~0.4 ms a message).
-_MD_SYNTAX = re.compile(
-    r"[*_`#\[\]<>|~\\&]|\n[ \t]*\n|^[ \t]*(?:[-+]|\d{1,9}[.)])(?:[ \t]|$)|^[ \t]*(?:=+|-+)[ \t]*$"
-    r"|^(?: {4}|\t)",
-    re.MULTILINE,
-)
-_MD_MARKS = re.compile(r"[*`]+|^[ \t]{0,3}(?:#{1,6}|>|[-+*]|\d{1,9}[.)])[ \t]+", re.MULTILINE)
-
-
-MD_CACHED_CHARS = 20_000  # the cache: 512 messages of at most this size, ~20 MB at worst
-
-
-def markdown_html(text: str) -> str:
-    """Safe HTML for an LLM message written in Markdown (invisible characters revealed first)."""
-    return _markdown_cached(text) if len(text) <= MD_CACHED_CHARS else _markdown(text)
-
-
-def _markdown(text: str) -> str:
-    text = reveal(text)
-    if not _MD_SYNTAX.search(text):
-        return "<p>" + html.escape(text).replace("\n", "<br>\n") + "</p>"
-    return _MD.render(text)
-
-
-_markdown_cached = lru_cache(maxsize=512)(_markdown)  # repeated prompts, htmx re-renders
-
-
-def json_pretty(text: str) -> str | None:
-    """`text` indented if it is a JSON object or array, else None."""
-    if not text.lstrip().startswith(("{", "[")):
-        return None
-    try:
-        value = json.loads(text)
-        if not isinstance(value, dict | list):
-            return None
-        return json.dumps(value, indent=2, ensure_ascii=False)
-    except (ValueError, RecursionError):
-        return None
 
 
 def _head(step: Any, trace_agent: str) -> str:
@@ -266,7 +165,7 @@ def _content(step: Any) -> str:
             f'<p class="repeat-note"><small>Same text as <a href="#step-{int(repeats)}">'
             f"step {int(repeats)}</a>.</small></p>{inner}"
         )
-    gist = _MD_MARKS.sub("", text) if step.kind == Step.Kind.LLM_REASONING else text
+    gist = markdown_gist(text) if step.kind == Step.Kind.LLM_REASONING else text
     name = CONTENT_NAMES.get(step.kind, "Content")
     return _fold(name, text, inner, key="content", is_open=False, note=note, gist=gist)
 

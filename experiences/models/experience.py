@@ -1,4 +1,6 @@
-"""Experience: scene features -> advice, with provenance; failure patterns for warnings."""
+"""An experience and what hangs on it: the scene it is matched on and the advice it gives
+(`Experience`), when recall last returned it (`ExperienceRecall`), the trajectories it came from
+(`ExperienceSource`) and its earlier wordings (`ExperienceVersion`)."""
 
 from datetime import datetime
 
@@ -124,10 +126,13 @@ class Experience(models.Model):
             models.Index(fields=["project", "-id"], name="experiences_exp_proj_id"),
             models.Index(fields=["project", "status", "-id"], name="experiences_exp_status_id"),
             # Tool-set overlap and environment filters (`tools && ARRAY[...]`).
-            GinIndex(fields=["tools"], name="experiences_exp_tools_gin"),
-            GinIndex(fields=["environment"], name="experiences_exp_env_gin"),
+            # fastupdate off on the GIN indexes of this read-mostly table: with it on, new
+            # entries wait in a pending list (up to 4 MB) that every query reads through in
+            # full; the keyword ranking spent ~10 of its ~17 ms on it after a bulk load.
+            GinIndex(fields=["tools"], name="experiences_exp_tools_gin", fastupdate=False),
+            GinIndex(fields=["environment"], name="experiences_exp_env_gin", fastupdate=False),
             # Recall's keyword ranking (`search @@ websearch_to_tsquery(...)`).
-            GinIndex(fields=["search"], name="experiences_exp_search_gin"),
+            GinIndex(fields=["search"], name="experiences_exp_search_gin", fastupdate=False),
             # Distillation's contrast: the other runs of the same task in a project.
             models.Index(fields=["project", "task_key"], name="experiences_exp_task_key"),
             # The dedup sweep: unmerged experiences whose wording was never checked, oldest first.
@@ -240,190 +245,3 @@ class ExperienceVersion(models.Model):
 
     def __str__(self) -> str:
         return f"experience {self.experience_id} v{self.version}"
-
-
-class FailurePattern(models.Model):
-    """A recurring way a tool call fails: the raw material for warnings before risky calls."""
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="failure_patterns")
-    tool = models.CharField(max_length=200)
-    # The argument keys and value kinds, e.g. {"force": "bool", "path": "path"}.
-    argument_shape = models.JSONField(default=dict)
-    # A normalised error line (numbers, ids and paths replaced), e.g. "permission denied: <path>".
-    error_signature = models.TextField()
-    # sha256 of tool + shape + signature: one pattern per distinct failure.
-    signature_hash = models.CharField(max_length=64)
-    instead = models.TextField(blank=True)  # what to do instead, when the trajectory shows it
-    example_arguments = models.JSONField(default=dict, blank=True)
-    environment = ArrayField(models.CharField(max_length=100), default=list, blank=True)
-    agents = ArrayField(models.CharField(max_length=200), default=list, blank=True)
-    occurrences = models.PositiveIntegerField(default=1)
-    # [{"trace_id", "index"}], the most recent first, capped.
-    sources = models.JSONField(default=list, blank=True)
-    first_seen_at = models.DateTimeField(auto_now_add=True)
-    last_seen_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["project", "signature_hash"], name="experiences_pattern_unique_signature"
-            ),
-        ]
-        indexes = [
-            # Warnings: the patterns of one tool in a project, most frequent first.
-            models.Index(fields=["project", "tool", "-occurrences"], name="experiences_pat_tool"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.tool}: {self.error_signature[:60]}"
-
-
-class RecallLog(models.Model):
-    """Every recall: what was asked and what was returned, and the agent's feedback on it."""
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="recalls")
-    api_key = models.ForeignKey(
-        "traces.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    query = models.JSONField(default=dict)
-    # [{"experience_id", "score", "rank"}] in the order returned.
-    returned = models.JSONField(default=list)
-    helpful = ArrayField(models.BigIntegerField(), default=list, blank=True)
-    unhelpful = ArrayField(models.BigIntegerField(), default=list, blank=True)
-    feedback_at = models.DateTimeField(null=True, blank=True)
-    latency_ms = models.FloatField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        indexes = [
-            # Stats: recalls of a project over time, and the hit rate of those with feedback.
-            models.Index(fields=["project", "-id"], name="experiences_recall_proj_id"),
-        ]
-
-    def __str__(self) -> str:
-        return f"recall {self.pk} ({len(self.returned)} items)"
-
-
-class ExperienceMerge(models.Model):
-    """One merge of `absorbed` into `survivor`, with enough of both to undo it exactly."""
-
-    class Kind(models.TextChoices):
-        AUTO = "auto"
-        MANUAL = "manual"
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="merges")
-    survivor = models.ForeignKey(Experience, on_delete=models.CASCADE, related_name="merges_kept")
-    absorbed = models.ForeignKey(Experience, on_delete=models.CASCADE, related_name="merges_lost")
-    kind = models.CharField(max_length=8, choices=Kind.choices)
-    similarity = models.FloatField()
-    # Field values of both experiences before the merge, and the ids of the absorbed one's sources.
-    before = models.JSONField()
-    merged_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    undone_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        indexes = [
-            # The merge history page, newest first.
-            models.Index(fields=["project", "-id"], name="experiences_merge_proj_id"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.kind} merge of {self.absorbed_id} into {self.survivor_id}"
-
-
-class MergeProposal(models.Model):
-    """Two experiences similar enough to ask an admin whether they are the same."""
-
-    class Status(models.TextChoices):
-        OPEN = "open"
-        MERGED = "merged"
-        DISMISSED = "dismissed"
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="merge_proposals")
-    # first.id < second.id, so a pair is proposed once whichever of the two arrived last.
-    first = models.ForeignKey(Experience, on_delete=models.CASCADE, related_name="+")
-    second = models.ForeignKey(Experience, on_delete=models.CASCADE, related_name="+")
-    similarity = models.FloatField()
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
-    decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    decided_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["first", "second"], name="experiences_proposal_unique_pair"
-            ),
-            models.CheckConstraint(
-                condition=Q(first__lt=models.F("second")), name="experiences_proposal_pair_order"
-            ),
-        ]
-        indexes = [
-            # The merge queue: open proposals of a project, most similar first.
-            models.Index(
-                fields=["project", "-similarity"],
-                condition=Q(status="open"),
-                name="experiences_proposal_open",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"proposal {self.first_id} ~ {self.second_id} ({self.status})"
-
-
-class ExperienceVote(models.Model):
-    """A reviewer's vote on an experience: one per person; changing it moves the counts."""
-
-    experience = models.ForeignKey(Experience, on_delete=models.CASCADE, related_name="votes")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    value = models.SmallIntegerField()  # +1 or -1
-    created_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["experience", "user"], name="experiences_vote_unique_user"
-            ),
-            models.CheckConstraint(
-                condition=Q(value__in=[1, -1]), name="experiences_vote_value_valid"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.value:+d} on experience {self.experience_id}"
-
-
-class KbArticle(models.Model):
-    """A knowledge-base article: promoted experiences of one tool or task type as best practice."""
-
-    class Generator(models.TextChoices):
-        LLM = "llm"
-        TEMPLATE = "template"
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="kb_articles")
-    # "tool:docker_logs" or "task_type:operation": what the article groups by.
-    key = models.CharField(max_length=250)
-    title = models.CharField(max_length=300)
-    body = models.TextField()
-    experience_ids = ArrayField(models.BigIntegerField(), default=list)
-    generated_by = models.CharField(max_length=10, choices=Generator.choices)
-    # An article edited by a person is not overwritten by a rebuild.
-    is_edited = models.BooleanField(default=False)
-    edited_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["project", "key"], name="experiences_kb_unique_key"),
-        ]
-        ordering = ["project_id", "key"]
-
-    def __str__(self) -> str:
-        return self.title

@@ -1,4 +1,4 @@
-"""Tenancy (projects, members, API keys), trajectories and their steps, and the audit log."""
+"""Trajectories and their steps: what an agent did, in order, with the labels reviewers gave."""
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
@@ -7,79 +7,7 @@ from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import F, Q
 
-
-class Project(models.Model):
-    name = models.SlugField(max_length=64, unique=True)
-    # What reviewers should know when they work the review queue; written by a project admin,
-    # shown as plain text on /queue/.
-    review_guidelines = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    def __str__(self) -> str:
-        return self.name
-
-
-class Membership(models.Model):
-    class Role(models.TextChoices):
-        REVIEWER = "reviewer"
-        ADMIN = "admin"
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
-    )
-    role = models.CharField(max_length=16, choices=Role.choices, default=Role.REVIEWER)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["project", "user"], name="traces_membership_unique_user"
-            ),
-            models.CheckConstraint(
-                condition=Q(role__in=["reviewer", "admin"]), name="traces_membership_role_valid"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.user} ({self.role} of {self.project})"
-
-
-class ApiKey(models.Model):
-    class Scope(models.TextChoices):
-        INGEST = "ingest"
-        RECALL = "recall"
-        ADMIN = "admin"
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_keys")
-    name = models.CharField(max_length=100, blank=True)
-    # The first characters of the key, shown in lists so a key can be recognised; not secret.
-    prefix = models.CharField(max_length=16)
-    # sha256 of the whole key: keys are 256-bit random, so a fast hash is enough and keeps auth
-    # cheap on every request.
-    key_hash = models.CharField(max_length=64, unique=True)
-    scopes = ArrayField(models.CharField(max_length=16, choices=Scope.choices))
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        constraints = [
-            models.CheckConstraint(
-                condition=Q(scopes__contained_by=["ingest", "recall", "admin"]),
-                name="traces_apikey_scopes_valid",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.prefix}… ({self.project})"
-
-    @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None
+from traces.models.tenancy import Project
 
 
 class Trace(models.Model):
@@ -143,6 +71,9 @@ class Trace(models.Model):
     # When its steps' raw observations were dropped after the retention time (summaries stay;
     # traces.services.retention). Null: the raw text is kept.
     observations_raw_dropped_at = models.DateTimeField(null=True, blank=True)
+    # Where it stands in the review queue (traces/selectors/queue.py, QueueReason), kept by a
+    # trigger on its steps (migration 0011_queue_priority); NULL: no machine label to check.
+    queue_priority = models.SmallIntegerField(null=True, editable=False)
     step_count = models.PositiveIntegerField(default=0)
     tool_call_count = models.PositiveIntegerField(default=0)
     error_count = models.PositiveIntegerField(default=0)
@@ -211,6 +142,12 @@ class Trace(models.Model):
             GinIndex(fields=["tools"], name="traces_trace_tools_gin"),
             # Text search on the task: `task_search @@ to_tsquery(...)`.
             GinIndex(fields=["task_search"], name="traces_trace_task_search"),
+            # The review queue's pages, most urgent first: a page is an index range.
+            models.Index(
+                fields=["project", "queue_priority", "id"],
+                condition=Q(queue_priority__isnull=False, completed_at__isnull=False),
+                name="traces_trace_queue",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -280,6 +217,12 @@ class Step(models.Model):
         indexes = [
             # "Traces with steps labelled by <source>" (list filter, queue): an index-only probe.
             models.Index(fields=["trace", "label_source"], name="traces_step_trace_source"),
+            # /stats/ agreement: the latest steps people judged one by one, newest first.
+            models.Index(
+                fields=["-id"],
+                condition=Q(label_source="human", is_accepted_as_is=False),
+                name="traces_step_judged",
+            ),
         ]
         constraints = [
             # Also the index behind "the steps of a trace in order".
@@ -307,136 +250,3 @@ class Step(models.Model):
 
     def __str__(self) -> str:
         return f"step {self.index} of trace {self.trace_id}"
-
-
-class AuditEvent(models.Model):
-    project = models.ForeignKey(
-        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="audit_events"
-    )
-    actor_user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    actor_api_key = models.ForeignKey(ApiKey, null=True, blank=True, on_delete=models.SET_NULL)
-    action = models.CharField(max_length=64)
-    object_type = models.CharField(max_length=64)
-    object_id = models.CharField(max_length=64)
-    before = models.JSONField(null=True, blank=True)
-    after = models.JSONField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        indexes = [
-            # The audit page: a project's events, newest first.
-            models.Index(fields=["project", "-id"], name="traces_audit_project_id"),
-            # The history of one object (a step's relabels, an experience's edits).
-            models.Index(fields=["object_type", "object_id", "-id"], name="traces_audit_object"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.action} {self.object_type}:{self.object_id}"
-
-
-class Review(models.Model):
-    """One after-the-fact review of a trajectory: a full one, or a local one around an anomaly."""
-
-    class Kind(models.TextChoices):
-        FULL = "full"
-        LOCAL = "local"
-
-    class Reviewer(models.TextChoices):
-        LLM = "llm"
-        HEURISTIC = "heuristic"
-
-    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="reviews")
-    kind = models.CharField(max_length=8, choices=Kind.choices)
-    # Why it ran: "long_enough" for a full review; "consecutive_failures", "dissatisfaction" or
-    # "loop" for a local one.
-    trigger = models.CharField(max_length=32)
-    window_start = models.PositiveIntegerField()  # step indexes, inclusive
-    window_end = models.PositiveIntegerField()
-    reviewer = models.CharField(max_length=16, choices=Reviewer.choices)
-    model = models.CharField(max_length=200, blank=True)
-    prompt_version = models.CharField(max_length=32)
-    prompt_chars = models.PositiveIntegerField(default=0)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    latency_ms = models.PositiveIntegerField(default=0)
-    goal = models.TextField(blank=True)
-    execution_path = models.JSONField(default=list, blank=True)
-    effective_steps = ArrayField(models.PositiveIntegerField(), default=list, blank=True)
-    ineffective_steps = ArrayField(models.PositiveIntegerField(), default=list, blank=True)
-    key_decisions = models.JSONField(default=list, blank=True)
-    improvements = models.JSONField(default=list, blank=True)
-    experience = models.TextField(blank=True)  # the reusable experience, in the second person
-    is_reference_worthy = models.BooleanField(default=False)
-    # The labels this review gave, {index: {label, reason, confidence}}: kept even after humans
-    # relabel, to measure agreement and to show what the machine said.
-    labels = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [
-            # Idempotency: the same review is never applied twice (a redelivered task).
-            models.UniqueConstraint(
-                fields=["trace", "kind", "window_start", "window_end", "prompt_version"],
-                name="traces_review_unique_window",
-            ),
-            models.CheckConstraint(
-                condition=Q(window_end__gte=F("window_start")), name="traces_review_window_order"
-            ),
-            models.CheckConstraint(
-                condition=Q(kind__in=["full", "local"]), name="traces_review_kind_valid"
-            ),
-        ]
-        ordering = ["trace_id", "kind", "window_start"]
-
-    def __str__(self) -> str:
-        return (
-            f"{self.kind} review of trace {self.trace_id} [{self.window_start}-{self.window_end}]"
-        )
-
-
-class ReviewClaim(models.Model):
-    """A reviewer's hold on a trajectory taken from the review queue.
-
-    Open while neither finished nor released; it lapses at `expires_at` (released by the next
-    claim), so a reviewer who walks away never keeps a trajectory from the others.
-    """
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="review_claims")
-    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="review_claims")
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_claims"
-    )
-    claimed_at = models.DateTimeField(auto_now_add=True)
-    expires_at = models.DateTimeField()
-    finished_at = models.DateTimeField(null=True, blank=True)
-    released_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        constraints = [
-            # Two reviewers claiming at the same moment: the database lets only one hold a trace.
-            models.UniqueConstraint(
-                fields=["trace"],
-                condition=Q(finished_at__isnull=True, released_at__isnull=True),
-                name="traces_reviewclaim_one_open",
-            ),
-            models.CheckConstraint(
-                condition=Q(expires_at__gt=F("claimed_at")), name="traces_reviewclaim_expiry_order"
-            ),
-        ]
-        indexes = [
-            # "My open claim" (queue page, inspector bar) and releasing lapsed claims.
-            models.Index(
-                fields=["user", "expires_at"],
-                condition=Q(finished_at__isnull=True, released_at__isnull=True),
-                name="traces_reviewclaim_open_user",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"claim of trace {self.trace_id} by {self.user_id}"
-
-    @property
-    def is_open(self) -> bool:
-        return self.finished_at is None and self.released_at is None

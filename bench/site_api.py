@@ -1,0 +1,100 @@
+"""A benchmark site as its users and operators reach it: the HTTP API with a key (retrying
+rate-limited calls, ingesting runs in batches of 50), read-only SQL on its PostgreSQL (the
+address in the data dir's services.json), and a new API key from `manage.py create_api_key`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from bench.common import ROOT, Site
+from bench.datasets import Run
+
+
+class Api:
+    def __init__(self, base: str, key: str) -> None:
+        self.base, self.key = base, key
+
+    def call(self, method: str, path: str, body: dict | None = None) -> dict:
+        request = urllib.request.Request(
+            f"{self.base}/api/v1/{path}",
+            data=json.dumps(body).encode() if body is not None else None,
+            method=method,
+            headers={"Authorization": f"Bearer {self.key}", "Content-Type": "application/json"},
+        )
+        for _attempt in range(20):
+            try:
+                with urllib.request.urlopen(request, timeout=60) as response:
+                    return json.loads(response.read())
+            except urllib.error.HTTPError as error:
+                if error.code != 429:
+                    detail = error.read()[:500]
+                    raise RuntimeError(f"{method} {path}: {error.code} {detail!r}") from None
+                time.sleep(float(error.headers.get("Retry-After", "1")))
+        raise RuntimeError(f"{method} {path}: rate limited 20 times")
+
+    def ingest(self, runs: list[Run]) -> None:
+        for start in range(0, len(runs), 50):
+            batch = [r.body for r in runs[start : start + 50]]
+            results = self.call("POST", "traces/batch", {"traces": batch})["results"]
+            bad = [r for r in results if r["status"] not in ("created", "duplicate")]
+            if bad:
+                raise RuntimeError(f"ingest refused: {bad[:3]}")
+
+
+# ---------------------------------------------------------------------------- database reads
+
+
+class Db:
+    """Read-only figures straight from the site's PostgreSQL (its address in services.json)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        import psycopg
+
+        record = json.loads((data_dir / "services.json").read_text())
+        self.connection = psycopg.connect(record["database_url"], autocommit=True)
+
+    def rows(self, sql: str, *params) -> list[tuple]:
+        with self.connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+
+    def project_id(self, name: str) -> int:
+        return self.rows("SELECT id FROM traces_project WHERE name = %s", name)[0][0]
+
+    def wait_idle(self, project: int, timeout: float = 900) -> float:
+        """Until no trace of the project waits for review and no experience for its dedup."""
+        started = time.monotonic()
+        while time.monotonic() - started < timeout:
+            (busy,) = self.rows(
+                "SELECT (SELECT count(*) FROM traces_trace WHERE project_id = %s AND "
+                "review_status IN ('pending', 'queued', 'reviewing')) + (SELECT count(*) FROM "
+                "experiences_experience WHERE project_id = %s AND merged_into_id IS NULL AND "
+                "embedding IS NOT NULL AND status NOT IN ('archived', 'rejected') AND "
+                "dedup_checked_version < version)",
+                project,
+                project,
+            )[0]
+            if busy == 0:
+                return time.monotonic() - started
+            time.sleep(0.5)
+        raise RuntimeError(f"project {project}: the worker did not finish in {timeout} s")
+
+    def trace_ids(self, project: int) -> dict[int, str]:
+        rows = self.rows("SELECT id, external_id FROM traces_trace WHERE project_id = %s", project)
+        return dict(rows)
+
+
+def create_key(site: Site, project: str) -> str:
+    done = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "python"), "manage.py", "create_api_key",
+         "--project", project, "--scopes", "ingest,recall,admin"],
+        cwd=ROOT, env=site.env, capture_output=True, text=True,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"create_api_key failed:\n{done.stderr[-3000:]}")
+    return done.stdout.strip().splitlines()[-1]

@@ -1,0 +1,57 @@
+"""Contrast: what a success and a failure of the same task teach each other (ExpeL's insight
+from a success / failure pair), appended to each side's advice once."""
+
+import re
+
+from experiences.models import Experience, ExperienceSource
+from experiences.services.versions import version_record
+
+# The clauses a contrast appended: kept when a relabel rebuilds the rest of the advice.
+CONTRAST_CLAUSES = re.compile(
+    r" (?:Do not|Instead,) [^()]*\((?:an earlier run of this task failed that way|"
+    r"that worked in another run of this task)\)\."
+)
+
+
+def _contrast_clause(experience: Experience, other: Experience) -> str:
+    """What the other run of the same task adds to this experience (ExpeL's insight from a
+    success / failure pair): a success learns the failure's pitfall, a failure the success's
+    strategy."""
+    if experience.polarity == Experience.Polarity.SUCCESS and other.pitfall:
+        return f" Do not {other.pitfall} (an earlier run of this task failed that way)."
+    if experience.polarity == Experience.Polarity.FAILURE and other.strategy:
+        return f" Instead, {other.strategy} (that worked in another run of this task)."
+    return ""
+
+
+def experiences_contrast(experience: Experience, *, limit: int = 2) -> list[Experience]:
+    """Contrast an experience with the runs of the same task that ended the other way, both
+    ways: each side's advice gains the other's lesson (once; its source trace joins the
+    provenance). Inside the caller's transaction; returns the other experiences it changed."""
+    others = list(
+        Experience.objects.select_for_update()
+        .filter(project_id=experience.project_id, task_key=experience.task_key, merged_into=None)
+        .exclude(pk=experience.pk)
+        .exclude(polarity=experience.polarity)
+        .exclude(status__in=[Experience.Status.ARCHIVED, Experience.Status.REJECTED])
+        .order_by("-id")[:limit]
+    )
+    changed = []
+    for other in others:
+        for target, lesson_from in ((experience, other), (other, experience)):
+            source_traces = list(lesson_from.sources.values_list("trace_id", flat=True)[:1])
+            if not source_traces or target.sources.filter(trace_id=source_traces[0]).exists():
+                continue
+            clause = _contrast_clause(target, lesson_from)
+            if not clause or clause.strip() in target.advice:
+                continue
+            target.advice = f"{target.advice}{clause}"
+            target.version += 1
+            target.save(update_fields=["advice", "version", "updated_at"])
+            ExperienceSource.objects.create(experience=target, trace_id=source_traces[0])
+            version_record(
+                target, reason=f"contrasted with experience {lesson_from.pk} of the same task"
+            )
+            if target is other:
+                changed.append(other)
+    return changed

@@ -1,0 +1,181 @@
+"""Distillation drafts: what a review says, as an experience (scene, path, advice, polarity)
+and as failure patterns, built without touching the database and embedded before the
+transaction opens, so the transaction that stores labels, reviews and experiences stays short.
+"""
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from experiences.embeddings import embed_in_batches
+from experiences.models import scene_text
+from experiences.scene import keywords_of
+from experiences.services.patterns import argument_shape, error_signature
+from traces.review.scene import action_phrase, scene_summary
+from traces.review.types import (
+    ReviewOutcome,
+    ReviewTemplate,
+    StepView,
+    TraceView,
+    Window,
+)
+
+
+@dataclass
+class ExperienceDraft:
+    window: Window
+    polarity: str
+    advice: str
+    source: str
+    path: list[dict[str, Any]]
+    step_indexes: list[int]
+    summary: str
+    strategy: str
+    pitfall: str
+    keywords: str
+    embed_text: str
+    labels: dict[str, str]  # the step labels it is derived from (JSON keys)
+    embedding: list[float] | None = None
+    revision_note: str = ""  # who worded a re-derivation, for its version's reason
+
+
+@dataclass
+class PatternDraft:
+    tool: str
+    argument_shape: dict[str, str]
+    error_signature: str
+    instead: str
+    example_arguments: Any
+    trace_id: int
+    index: int
+    signature_hash: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        key = json.dumps([self.tool, self.argument_shape, self.error_signature], sort_keys=True)
+        self.signature_hash = hashlib.sha256(key.encode()).hexdigest()
+
+
+# ---------------------------------------------------------------------------- drafts
+
+
+def _polarity(trace: TraceView) -> str:
+    return "success" if trace.outcome in ("success", "partial") else "failure"
+
+
+def _path(
+    trace: TraceView, steps: list[StepView], labels: Mapping[int, str]
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "trace_id": trace.id,
+            "index": s.index,
+            "tool": s.tool,
+            "kind": s.kind,
+            "summary": action_phrase(s)[:160],
+        }
+        for s in steps
+        if labels.get(s.index) == "necessary"
+    ]
+
+
+def experience_draft(
+    *,
+    trace: TraceView,
+    steps: list[StepView],
+    window: Window,
+    template: ReviewTemplate,
+    labels: Mapping[int, str],
+    source: str,
+) -> ExperienceDraft:
+    """One experience from a review: the scene (summary, keywords) is what it is matched on
+    and embedded, the advice what it says."""
+    polarity = _polarity(trace) if window.kind == "full" else "failure"
+    summary = template.scene_summary.strip() or scene_summary(trace.task, steps)
+    path = _path(trace, steps, labels)
+    return ExperienceDraft(
+        window=window,
+        polarity=polarity,
+        advice=template.experience,
+        source=source,
+        path=path,
+        step_indexes=[s.index for s in steps if labels.get(s.index) == "necessary"],
+        summary=summary[:300],
+        strategy=template.strategy,
+        pitfall=template.pitfall,
+        keywords=keywords_of([trace.task, trace.final_answer, *(p["summary"] for p in path)]),
+        embed_text=scene_text(summary=summary, intent=trace.intent),
+        labels={str(s.index): labels[s.index] for s in steps if s.index in labels},
+    )
+
+
+def pattern_drafts(
+    *, trace: TraceView, steps: list[StepView], labels: Mapping[int, str]
+) -> list[PatternDraft]:
+    drafts = []
+    for step in steps:
+        if labels.get(step.index) not in ("failed", "misleading") or not step.tool:
+            continue
+        if labels[step.index] == "misleading" and not step.is_error:
+            continue  # a misleading call that did not fail has no error to warn about
+        instead_step = next(
+            (
+                s
+                for s in steps
+                if s.index > step.index and s.tool and labels.get(s.index) == "necessary"
+            ),
+            None,
+        )
+        instead = ""
+        if instead_step is not None:
+            instead = f"use {action_phrase(instead_step)}"
+        drafts.append(
+            PatternDraft(
+                tool=step.tool,
+                argument_shape=argument_shape(step.arguments),
+                error_signature=error_signature(step),
+                instead=instead,
+                example_arguments=step.arguments,
+                trace_id=trace.id,
+                index=step.index,
+            )
+        )
+    return drafts
+
+
+def drafts_from_outcomes(
+    outcomes: list[ReviewOutcome],
+) -> tuple[list[ExperienceDraft], list[PatternDraft]]:
+    experiences, patterns = [], []
+    has_full = any(o.request.window.kind == "full" for o in outcomes)
+    for outcome in outcomes:
+        template, request = outcome.template, outcome.request
+        if not template.worth_reference:
+            continue  # not worth referencing: the labels are all it leaves
+        if has_full and request.window.kind == "local":
+            # The full review already speaks for the whole trajectory; a local review adds its
+            # Review record and failure patterns, not a second, overlapping experience.
+            labels = {j.index: j.label for j in template.labels}
+            patterns.extend(pattern_drafts(trace=request.trace, steps=request.steps, labels=labels))
+            continue
+        labels = {j.index: j.label for j in template.labels}
+        experiences.append(
+            experience_draft(
+                trace=request.trace,
+                steps=request.steps,
+                window=request.window,
+                template=template,
+                labels=labels,
+                source=outcome.reviewer,
+            )
+        )
+        patterns.extend(pattern_drafts(trace=request.trace, steps=request.steps, labels=labels))
+    unique = {(p.trace_id, p.index): p for p in patterns}  # full and local may see the same step
+    return experiences, list(unique.values())
+
+
+def drafts_embed(drafts: list[ExperienceDraft]) -> None:
+    vectors = embed_in_batches([d.embed_text for d in drafts])
+    for draft, vector in zip(drafts, vectors, strict=True):
+        draft.embedding = vector
