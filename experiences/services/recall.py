@@ -73,10 +73,14 @@ class Recalled:
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> "Recalled":
-        values = dict(zip((f.name for f in fields(cls)), row, strict=True))
+        values = dict(zip(RECALLED_COLUMNS, row, strict=True))
         if isinstance(values["path"], str):  # Django's psycopg setup leaves jsonb undecoded
             values["path"] = json.loads(values["path"])
         return cls(**values)
+
+
+# In the order of the candidate query's columns (`fields()` costs ~0.6 ms per recall of 80 rows).
+RECALLED_COLUMNS = tuple(f.name for f in fields(Recalled))
 
 
 @dataclass(frozen=True)
@@ -209,7 +213,7 @@ def candidates_sql(
     distance is computed for the best ones only). Each row says which list it came from;
     `candidates_scored` fuses them."""
     where, params = _filters(project=project, query=query)
-    columns = ", ".join(f.name for f in fields(Recalled))
+    columns = ", ".join(RECALLED_COLUMNS)
     limit = max(settings.HINDSIGHT_RECALL_CANDIDATES, query.k)
     condition = " AND ".join(where)
     vector_part = (

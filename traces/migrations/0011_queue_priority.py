@@ -44,14 +44,24 @@ CREATE TRIGGER traces_step_queue_{op.lower()} AFTER {op} ON traces_step
 """
 
 
+# Only the steps that can move a trajectory: an ingest of unlabelled steps, or a retention job
+# blanking raw observations, touches none (ingest would otherwise pay three probes per trace).
 TRIGGERS = (
-    _trigger("INSERT", "NEW TABLE AS new_rows", "SELECT trace_id FROM new_rows")
+    _trigger(
+        "INSERT",
+        "NEW TABLE AS new_rows",
+        "SELECT DISTINCT trace_id FROM new_rows WHERE label <> '' OR label_source = 'human'",
+    )
     + _trigger(
         "UPDATE",
         "OLD TABLE AS old_rows NEW TABLE AS new_rows",
-        "SELECT trace_id FROM new_rows UNION SELECT trace_id FROM old_rows",
+        "SELECT n.trace_id FROM new_rows n JOIN old_rows o ON o.id = n.id"
+        " WHERE (n.label, n.label_source, n.label_confidence, n.is_accepted_as_is)"
+        " IS DISTINCT FROM (o.label, o.label_source, o.label_confidence, o.is_accepted_as_is)"
+        " UNION SELECT o.trace_id FROM new_rows n JOIN old_rows o ON o.id = n.id"
+        " WHERE n.trace_id <> o.trace_id",
     )
-    + _trigger("DELETE", "OLD TABLE AS old_rows", "SELECT trace_id FROM old_rows")
+    + _trigger("DELETE", "OLD TABLE AS old_rows", "SELECT DISTINCT trace_id FROM old_rows")
 )
 
 BACKFILL = """

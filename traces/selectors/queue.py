@@ -10,6 +10,7 @@ from django.db.models import Count, Exists, F, Min, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from core.pagination import RankedPage, paginate_by_rank
+from traces.known_values import trace_known_values
 from traces.models import (
     Project,
     ReviewClaim,
@@ -193,12 +194,11 @@ def queue_page(
     waiting, waiting_capped = (
         capped_count(queue.values("pk")) if filters.is_filtered else (count, capped)
     )
-    agents = list(
-        Trace.objects.filter(project=project)  # the (project, agent) index
-        .order_by("agent")
-        .values_list("agent", flat=True)
-        .distinct()[:QUEUE_AGENTS_SHOWN]
-    )
+    # The agents of the latest traces, as the list's filter suggests them (a bounded read: a
+    # DISTINCT over the project's traces cost 48 ms at 100k of them), and the one filtered by.
+    agents = trace_known_values(project=project).agents[:QUEUE_AGENTS_SHOWN]
+    if filters.agent and filters.agent not in agents:
+        agents = sorted([*agents, filters.agent])
     return QueuePage(
         page=page,
         count=count,
