@@ -11,11 +11,8 @@ from django.utils import timezone
 from experiences.embeddings import embed_in_batches
 from experiences.models import Experience, ExperienceMerge, MergeProposal
 from experiences.services import curation, dedup
-from experiences.services.dedup import (
-    experience_dedup,
-    experience_merge_undo,
-    experiences_due_for_dedup,
-)
+from experiences.services.dedup import experience_dedup, experiences_due_for_dedup
+from experiences.services.merging import experience_merge_undo
 from experiences.tasks import dedup_due_experiences
 from hindsight_site.pipeline import dedup_on_commit
 from tests.conftest import WorkerProcess, wait_until
