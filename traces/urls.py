@@ -37,5 +37,10 @@ urlpatterns = [
         project_settings.member_update,
         name="member_update",
     ),
+    path(
+        "settings/members/<int:membership_id>/remove/",
+        project_settings.member_remove,
+        name="member_remove",
+    ),
     path("stats/", stats.stats, name="stats"),
 ]

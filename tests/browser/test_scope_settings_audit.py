@@ -14,7 +14,7 @@ from tests.browser.conftest import ARTIFACTS
 from tests.experience_pages.conftest import make_experience  # noqa: F401 - fixtures
 from tests.pages.conftest import admin_user, make_trace  # noqa: F401 - fixtures
 from traces.auth import api_key_lookup
-from traces.models import AuditEvent
+from traces.models import AuditEvent, Membership
 from traces.services.api_keys import api_key_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -289,6 +289,21 @@ def test_an_admin_creates_a_member_who_signs_in_with_the_one_time_password(
     visitor.locator("#id_new_password2").press("Enter")
     expect(visitor.get_by_text("Your password was changed.")).to_be_visible()
     other.close()
+
+    # removing them asks first, names them, and cancelling keeps them
+    page.goto(live_server.url + "/settings/")
+    page.get_by_role("button", name="Remove newcomer…").click()
+    question = page.get_by_role("alertdialog")
+    expect(question).to_contain_text(f"Remove newcomer from {project.name}?")
+    expect(question.get_by_role("heading")).to_be_focused()
+    shot(page, "scopes-10-remove-member-question")
+    question.get_by_role("button", name="Cancel, keep them").click()
+    expect(page.get_by_role("alertdialog")).to_have_count(0)
+    assert Membership.objects.filter(user__username="newcomer").exists()
+    page.get_by_role("button", name="Remove newcomer…").click()
+    page.get_by_role("alertdialog").get_by_role("button", name="Remove newcomer").click()
+    expect(page.get_by_text("newcomer removed from the project.")).to_be_visible()
+    assert not Membership.objects.filter(user__username="newcomer").exists()
     assert errors == [] and visitor_errors == []
 
 

@@ -118,24 +118,31 @@ def test_the_last_admin_cannot_be_removed(client_for, admin_user, project):
     membership = Membership.objects.get(user=admin_user)
 
     response = client_for(admin_user).post(
-        f"/settings/members/{membership.pk}/", {"remove": "1"}, follow=True
+        f"/settings/members/{membership.pk}/remove/", follow=True
     )
 
     assert Membership.objects.filter(pk=membership.pk).exists()
     assert "at least one admin" in response.content.decode()
 
 
-def test_removing_a_member(client_for, admin_user, reviewer):
+def test_removing_a_member_asks_first(client_for, admin_user, reviewer):
     membership = Membership.objects.get(user=reviewer)
+    client = client_for(admin_user)
 
-    client_for(admin_user).post(f"/settings/members/{membership.pk}/", {"remove": "1"})
+    asked = client.get(f"/settings/members/{membership.pk}/remove/").content.decode()
+    assert f"Remove <bdi>{reviewer.username}</bdi> from" in asked
+    assert "Cancel, keep them" in asked
+    assert Membership.objects.filter(pk=membership.pk).exists()  # asking removes nothing
 
+    done = client.post(f"/settings/members/{membership.pk}/remove/", follow=True)
     assert not Membership.objects.filter(pk=membership.pk).exists()
+    assert f"{reviewer.username} removed from the project." in done.content.decode()
+    assert AuditEvent.objects.filter(action="member.remove").exists()
 
 
 def test_another_projects_member_is_not_found(client_for, outsider, reviewer):
     membership = Membership.objects.get(user=reviewer)
 
-    response = client_for(outsider).post(f"/settings/members/{membership.pk}/", {"remove": "1"})
+    response = client_for(outsider).post(f"/settings/members/{membership.pk}/remove/")
 
     assert response.status_code == 404

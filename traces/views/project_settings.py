@@ -121,13 +121,29 @@ def member_update(
     request: AuthedRequest, access: ProjectAccess, membership_id: int
 ) -> HttpResponse:
     membership = _get_membership(access, membership_id)
+    form = MemberRoleForm(request.POST)
+    role = form.cleaned_data["role"] if form.is_valid() else ""
     try:
-        if request.POST.get("remove"):
-            members.membership_remove(membership=membership, actor=request.user)
-        else:
-            form = MemberRoleForm(request.POST)
-            role = form.cleaned_data["role"] if form.is_valid() else ""
-            members.membership_set_role(membership=membership, role=role, actor=request.user)
+        members.membership_set_role(membership=membership, role=role, actor=request.user)
     except DomainError as failure:
         messages.error(request, failure.detail)
+    return redirect("traces:settings")
+
+
+@require_http_methods(["GET", "POST"])
+@project_page(admin=True)
+def member_remove(
+    request: AuthedRequest, access: ProjectAccess, membership_id: int
+) -> HttpResponse:
+    """GET asks first (what the person loses, and a button to go on); POST removes."""
+    membership = _get_membership(access, membership_id)
+    if request.method == "GET":
+        context = _settings_context(access, confirm_remove=membership)
+        return render(request, "traces/settings.html", context)
+    try:
+        members.membership_remove(membership=membership, actor=request.user)
+    except DomainError as failure:
+        messages.error(request, failure.detail)
+    else:
+        messages.success(request, f"{membership.user.get_username()} removed from the project.")
     return redirect("traces:settings")
