@@ -156,6 +156,13 @@ def main(argv: list[str] | None = None) -> int:
         help="paused (default): the Celery worker is stopped during the run, so the figure is "
         "ingest alone and the reviews queue up; running: reviews compete for the same cores",
     )
+    parser.add_argument(
+        "--library-traces",
+        type=int,
+        default=0,
+        help="seed this many 20-step trajectories (another project, set-based SQL) before the "
+        "warm-up, to measure ingest into a large library (500000: 10M steps)",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep-data", action="store_true", help="keep the temp data dir")
     args = parser.parse_args(argv)
@@ -183,10 +190,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"payload            {payload_bytes / 1024:.1f} KiB per trajectory (JSON), "
           f"{payload_bytes * args.batch / 1024:.0f} KiB per request")  # fmt: skip
     print(f"timed run          {args.traces} trajectories after {args.warmup} warm-up")
+    print(f"library            {args.library_traces} trajectories x 20 steps seeded first")
     print(f"data dir           {data_dir}", flush=True)
     figures: dict[str, Any] = {"errors": None, "failure": "the run did not complete"}
     try:
-        figures = measure(site, warmup, timed, args.concurrency, pause=args.worker == "paused")
+        figures = measure(
+            site, warmup, timed, args.concurrency, pause=args.worker == "paused",
+            library_traces=args.library_traces,
+        )  # fmt: skip
     except RuntimeError as error:
         print(error, file=sys.stderr)
         figures["failure"] = str(error).splitlines()[0]
@@ -221,12 +232,38 @@ def storage_per_step(site: Site) -> dict[str, float]:
     }
 
 
+def seed_library(site: Site, traces: int) -> float:
+    """`traces` reviewed 20-step trajectories in a project of their own, with bench/pages.py's
+    set-based SQL (the triggers run as for any write); returns the seconds it took."""
+    import psycopg
+
+    from bench.pages import SEED_STEPS, SEED_TRACES
+
+    record = json.loads((site.data_dir / "services.json").read_text())
+    started = time.perf_counter()
+    with psycopg.connect(record["database_url"], autocommit=True) as connection:
+        (project,) = connection.execute(
+            "INSERT INTO traces_project (name, review_guidelines, created_at) "
+            "VALUES ('library', '', now()) RETURNING id"
+        ).fetchone()
+        with connection.transaction():
+            connection.execute(SEED_TRACES, {"project": project, "n": traces, "steps": 20})
+            connection.execute(SEED_STEPS, {"project": project, "steps": 20})
+        connection.execute("ANALYZE traces_trace")
+        connection.execute("ANALYZE traces_step")
+    return time.perf_counter() - started
+
+
 def measure(
-    site: Site, warmup: list[bytes], timed: list[bytes], concurrency: int, *, pause: bool
-) -> dict[str, Any]:
+    site: Site, warmup: list[bytes], timed: list[bytes], concurrency: int, *, pause: bool,
+    library_traces: int = 0,
+) -> dict[str, Any]:  # fmt: skip
     started = time.perf_counter()
     key = site.start()
     print(f"launcher ready in  {time.perf_counter() - started:.1f} s", flush=True)
+    if library_traces:
+        seconds = seed_library(site, library_traces)
+        print(f"library seeded     {library_traces * 20} steps in {seconds:.0f} s", flush=True)
     if pause:
         print(f"review worker      paused ({site.pause_worker()} processes SIGSTOPped)")
     run_load(site.port, key, warmup, concurrency)
