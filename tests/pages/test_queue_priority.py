@@ -70,3 +70,15 @@ def test_a_queue_page_costs_the_same_queries_at_any_length(
     # the page and its count read the kept priority, no step of any trajectory
     pages = [q["sql"] for q in many if '"queue_priority" AS "priority"' in q["sql"]]
     assert pages and not any("traces_step" in sql for sql in pages)
+
+
+def test_the_trigger_knows_the_machine_sources_and_reasons_of_the_code(db):
+    """The priority function is SQL (migration 0011): it must name the same machine label
+    sources and queue reasons as the Python that reads its result."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = 'traces_queue_priority'")
+        (source,) = cursor.fetchone()
+    assert all(f"'{s}'" in source for s in Step.MACHINE_LABEL_SOURCES)
+    assert "'human'" in source
+    for reason in (QueueReason.DISAGREEMENT, QueueReason.LOW_CONFIDENCE, QueueReason.UNCHECKED):
+        assert f"THEN {reason}" in source or f"ELSE {reason}" in source
