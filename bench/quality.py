@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.common import Site, free_port  # noqa: E402
-from bench.datasets import Run, hotpotqa, webshop  # noqa: E402
+from bench.datasets import Run, hotpotqa, tau, webshop  # noqa: E402
 from bench.gold import LABELS  # noqa: E402
 from bench.ranking import Dense, K, TfIdf, ranking_figures  # noqa: E402
 from bench.review_quality import advice_problems, gold_figures, review_figures  # noqa: E402
@@ -51,6 +51,7 @@ __all__ = ["advice_problems", "main"]  # advice_problems: tests/bench check it t
 
 TOOLS = {"hotpotqa": ["Search", "Lookup", "Finish"], "webshop": ["search", "click"]}
 ENVIRONMENT = {"hotpotqa": ["wikipedia"], "webshop": ["webshop"]}
+TAU_FILE: Path | None = None  # --tau FILE: a τ-bench historical trajectory file
 
 
 # ---------------------------------------------------------------------------- splits
@@ -65,6 +66,20 @@ class Split:
 
 
 def split(dataset: str, slice_: int | None) -> Split:
+    if dataset == "tau":
+        assert TAU_FILE is not None
+        runs = tau.load(TAU_FILE)
+        if slice_:
+            keep = list(dict.fromkeys(r.group for r in runs))[:slice_]
+            runs = [r for r in runs if r.group in keep]
+        # The agent's tool set and environment are what it would send with its recall.
+        TOOLS["tau"] = sorted(
+            {c["function"]["name"] for r in runs for m in r.body["messages"]
+             for c in m.get("tool_calls") or []}
+        )  # fmt: skip
+        ENVIRONMENT["tau"] = runs[0].body["environment"]
+        history = [r for r in runs if r.split_key <= 2]
+        return Split(dataset, history, [r for r in runs if r.split_key == 3])
     if dataset == "hotpotqa":
         runs = hotpotqa.load()
         if slice_:
@@ -94,6 +109,7 @@ def recall_hits(
     groups = {r.external_id: r.group for r in data.history}
     tasks = {r.external_id: r.task for r in data.history}
     outcomes = {r.external_id: r.body["outcome"] for r in data.history}
+    repeated = data.dataset in ("hotpotqa", "tau")  # the same task asked again
     trace_external = db.trace_ids(project)
     sources: dict[int, list[str]] = defaultdict(list)
     for experience_id, trace_id in db.rows(
@@ -127,7 +143,7 @@ def recall_hits(
         failed_before = [
             e for e, g in groups.items() if g == probe.group and outcomes[e] != "success"
         ]
-        if data.dataset == "hotpotqa" and failed_before:
+        if repeated and failed_before:
             lesson_probes += 1
             if items and row[0]:
                 first = items[0]
@@ -195,7 +211,12 @@ def evaluate(site: Site, base: str, data: Split, show_misses: bool = False) -> t
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", choices=["hotpotqa", "webshop", "both"], default="both")
+    parser.add_argument("--dataset", choices=["hotpotqa", "webshop", "both", "tau"],
+                        default="both")  # fmt: skip
+    parser.add_argument(
+        "--tau", type=Path, default=None,
+        help="a τ-bench historical_trajectories/*.json file (for --dataset tau)",
+    )  # fmt: skip
     parser.add_argument("--slice", type=int, default=None,
                         help="HotpotQA: first N questions; WebShop: first N episodes")  # fmt: skip
     parser.add_argument("--keep", type=Path, default=None, help="data dir to keep (default: temp)")
@@ -203,6 +224,12 @@ def main(argv: list[str] | None = None) -> dict:
         "--misses", action="store_true", help="print the probes with nothing relevant in the top 3"
     )
     args = parser.parse_args(argv)
+    if args.dataset == "tau":
+        if not args.tau or not args.tau.is_file():
+            parser.error("--dataset tau needs --tau FILE (sierra-research/tau-bench's "
+                         "historical_trajectories/gpt-4o-airline.json, say)")  # fmt: skip
+        global TAU_FILE
+        TAU_FILE = args.tau
     datasets = ["hotpotqa", "webshop"] if args.dataset == "both" else [args.dataset]
     with tempfile.TemporaryDirectory(prefix="hindsight-quality-") as tmp:
         data_dir = args.keep or Path(tmp) / "data"
@@ -217,7 +244,8 @@ def main(argv: list[str] | None = None) -> dict:
             for name in datasets:
                 result[name], project = evaluate(site, base, split(name, args.slice), args.misses)
                 projects.append(project)
-            result["gold"] = gold_figures(Db(site.data_dir), projects)
+            if args.dataset != "tau":  # the gold set labels HotpotQA and WebShop runs
+                result["gold"] = gold_figures(Db(site.data_dir), projects)
         finally:
             site.stop()
     for name in datasets:

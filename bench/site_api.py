@@ -40,7 +40,9 @@ class Api:
     def ingest(self, runs: list[Run]) -> None:
         for start in range(0, len(runs), 50):
             batch = [r.body for r in runs[start : start + 50]]
-            results = self.call("POST", "traces/batch", {"traces": batch})["results"]
+            # Transcripts go through the import endpoint, as an agent that logs them would.
+            path = "traces/import/batch" if "format" in batch[0] else "traces/batch"
+            results = self.call("POST", path, {"traces": batch})["results"]
             bad = [r for r in results if r["status"] not in ("created", "duplicate")]
             if bad:
                 raise RuntimeError(f"ingest refused: {bad[:3]}")

@@ -276,6 +276,9 @@ HINDSIGHT_REVIEW_MAX_RETRIES = env_int("HINDSIGHT_REVIEW_MAX_RETRIES", 4, minimu
 HINDSIGHT_REVIEW_MIN_EVENTS = env_int("HINDSIGHT_REVIEW_MIN_EVENTS", 10, minimum=1)
 HINDSIGHT_REVIEW_MIN_TOOL_CALLS = env_int("HINDSIGHT_REVIEW_MIN_TOOL_CALLS", 3, minimum=1)
 HINDSIGHT_REVIEW_MIN_SECONDS = env_float("HINDSIGHT_REVIEW_MIN_SECONDS", 30.0, minimum=0.0)
+# Below those, a run that called a tool gets a short review by the offline reviewer (no LLM
+# spent): its path is still the memory of its task. Off: such runs are skipped.
+HINDSIGHT_REVIEW_SHORT_RUNS = env_bool("HINDSIGHT_REVIEW_SHORT_RUNS", True)
 # Local reviews: the same call repeated more than this many times is a loop; the window takes
 # this many steps on each side of the anomaly.
 HINDSIGHT_LOOP_REPEATS = env_int("HINDSIGHT_LOOP_REPEATS", 3, minimum=1)
@@ -325,10 +328,9 @@ HINDSIGHT_HNSW_BUILD_MEMORY = env_size("HINDSIGHT_HNSW_BUILD_MEMORY", "1GB")
 HINDSIGHT_RECALL_CANDIDATES = env_int("HINDSIGHT_RECALL_CANDIDATES", 40, minimum=1)
 # Items below this cosine similarity are not returned at all.
 HINDSIGHT_RECALL_MIN_SIMILARITY = env_float("HINDSIGHT_RECALL_MIN_SIMILARITY", 0.2, minimum=0.0)
-# Reciprocal rank fusion constant (1 / (k + rank)); 60 is the usual choice.
-HINDSIGHT_RECALL_RRF_K = env_int("HINDSIGHT_RECALL_RRF_K", 60, minimum=1)
-# The keyword ranking's share of the fusion (the vector ranking has the rest): 0.25, the
-# default of Weaviate's hybrid search (alpha 0.75), not a figure fitted to any data here.
+# The keyword score's share of relevance (cosine similarity has the rest): 0.25, the default
+# of Weaviate's hybrid search (alpha 0.75, whose default fusion also sums scores, not ranks),
+# not a figure fitted to any data here.
 HINDSIGHT_RECALL_KEYWORD_WEIGHT = env_float("HINDSIGHT_RECALL_KEYWORD_WEIGHT", 0.25, minimum=0.0)
 # Keyword search ignores words found in more than this share of the library (PostgreSQL's
 # statistics of the search column), like an inverse document frequency cut.

@@ -45,4 +45,6 @@ class Run:
 
     @property
     def task(self) -> str:
-        return self.body["task"]
+        """The task as an agent would ask recall for it (an import body may have none: then the
+        converter says what the agent knows before its first action)."""
+        return self.meta.get("query") or self.body["task"]

@@ -2,11 +2,15 @@
 
 score = relevance × decay × environment × evidence, each part returned to the caller:
 
-* relevance — reciprocal rank fusion of two rankings of the pre-filtered library: the vector
-  ranking (cosine similarity between the query's scene — its informative request and intent —
-  and each experience's scene, HNSW index) and the keyword ranking (PostgreSQL full-text search
-  over summary, identifiers and task, GIN index; words every experience shares left out).
-  `score_parts` shows `vector_rank`, `keyword_rank` (0: not in that list) and `similarity`.
+* relevance — a weighted sum of two scores in [0, 1] of each candidate of the pre-filtered
+  library: its cosine similarity to the query's scene (its informative request and intent; the
+  vector ranking, HNSW index) and the share of the query's keyword information it holds (the
+  inverse-frequency weights of the query's words and identifiers it contains over those of all
+  of them; PostgreSQL full-text search over summary, identifiers and task, GIN index; words
+  every experience shares left out). Scores, not ranks: a near-repeat of the task (similarity
+  0.9) stays ahead of a loosely related scene (0.65) whatever the evidence factors say, which
+  rank fusion (1 / (60 + rank)) flattened into a few percent. `score_parts` shows
+  `similarity`, `keyword` and each list's rank (`vector_rank`, `keyword_rank`; 0: not in it).
 * decay — 0.5 ** (age / half-life), age since the last evidence; half-life 30 days for success
   strategies, 90 for failure lessons (settings).
 * environment — 1 when the environments overlap or either is unknown; HINDSIGHT_RECALL_ENV_MISMATCH
@@ -202,6 +206,12 @@ _KEYWORD_QUERY = """
     ),
     keyword_query AS (SELECT string_agg(q::text, ' | ')::tsquery AS q FROM read_terms)"""
 
+# A row's keyword score: the share of the query's kept keyword weight that its words hold.
+_KEYWORD_SCORE = (
+    "coalesce((SELECT sum(k.idf) FROM kept_terms k WHERE search @@ k.q) / "
+    "nullif((SELECT sum(idf) FROM kept_terms), 0), 0)::real"
+)
+
 
 def candidates_sql(
     *, project: Project, query: RecallQuery, vector: str, keywords: tuple[str, str] | None = None
@@ -216,18 +226,19 @@ def candidates_sql(
     columns = ", ".join(RECALLED_COLUMNS)
     limit = max(settings.HINDSIGHT_RECALL_CANDIDATES, query.k)
     condition = " AND ".join(where)
+    keyword_score = "0.0::real" if keywords is None else _KEYWORD_SCORE
+    # The nearest scenes first, then their keyword scores (40 rows, not the whole library).
     vector_part = (
-        f"(SELECT {columns}, embedding <=> %s::halfvec AS distance, 0.0::real AS keyword, "
-        f"'vector' AS ranking FROM experiences_experience WHERE {condition} "
-        f"ORDER BY distance LIMIT %s)"
+        f"(SELECT {columns}, distance, {keyword_score} AS keyword, 'vector' AS ranking FROM ("
+        f"SELECT {columns}, search, embedding <=> %s::halfvec AS distance "
+        f"FROM experiences_experience WHERE {condition} ORDER BY distance LIMIT %s) nearest)"
     )
     if keywords is None:
         return vector_part, [vector, *params, limit]
     words, identifiers = keywords
     keyword_part = (
         f"(SELECT {columns}, embedding <=> %s::halfvec AS distance, best.keyword, "
-        f"'keyword' AS ranking FROM (SELECT id AS best_id, "
-        f"(SELECT sum(k.idf) FROM kept_terms k WHERE search @@ k.q)::real AS keyword "
+        f"'keyword' AS ranking FROM (SELECT id AS best_id, {_KEYWORD_SCORE} AS keyword "
         f"FROM experiences_experience, keyword_query WHERE {condition} "
         f"AND search @@ keyword_query.q ORDER BY keyword DESC, id LIMIT %s) best "
         f"JOIN experiences_experience ON id = best.best_id)"
@@ -238,56 +249,48 @@ def candidates_sql(
     return sql, [words, identifiers, common, rows, vector, *params, limit, vector, *params, limit]
 
 
-def _rrf(rank: int | None) -> float:
-    return 0.0 if rank is None else 1.0 / (settings.HINDSIGHT_RECALL_RRF_K + rank)
-
-
 def candidates_scored(
     rows: Sequence[Sequence[Any]], *, query: RecallQuery, now: datetime
 ) -> list[RecallItem]:
     """Rows of `candidates_sql` as items, best score first.
 
-    Weighted reciprocal rank fusion of the two rankings (w / (60 + rank) per list, the vector
-    list weighing 1 - HINDSIGHT_RECALL_KEYWORD_WEIGHT, scaled so that first in both is 1), then
-    decay, environment and evidence. A vector-only candidate below
-    HINDSIGHT_RECALL_MIN_SIMILARITY is dropped; a keyword match is kept whatever its vector.
+    relevance = (1 - HINDSIGHT_RECALL_KEYWORD_WEIGHT) × similarity + weight × keyword share,
+    then decay, environment and evidence. A candidate below HINDSIGHT_RECALL_MIN_SIMILARITY that
+    no keyword found is dropped; a keyword match is kept whatever its vector.
     """
-    found: dict[int, tuple[list[Any], float]] = {}
+    found: dict[int, tuple[list[Any], float, float]] = {}
     vector_rows, keyword_rows = [], []
     for *columns, distance, keyword, ranking in rows:
-        found.setdefault(columns[0], (columns, distance))
+        found.setdefault(columns[0], (columns, distance, keyword))
         if ranking == "vector":
             vector_rows.append((distance, columns[0]))
         else:
-            keyword_rows.append((-keyword, distance, -columns[0]))
+            keyword_rows.append((-keyword, distance, columns[0]))
     ranks: dict[int, dict[str, int]] = {i: {} for i in found}
-    for rank, (_, experience_id) in enumerate(sorted(vector_rows), start=1):
+    for rank, (*_, experience_id) in enumerate(sorted(vector_rows), start=1):
         ranks[experience_id].setdefault("vector", rank)
-    for rank, (_, _, negative_id) in enumerate(sorted(keyword_rows), start=1):
-        ranks[-negative_id].setdefault("keyword", rank)
+    for rank, (*_, experience_id) in enumerate(sorted(keyword_rows), start=1):
+        ranks[experience_id].setdefault("keyword", rank)
     weight = settings.HINDSIGHT_RECALL_KEYWORD_WEIGHT
-    best = (1 - weight) * _rrf(1) + weight * _rrf(1)
     items = []
-    for experience_id, (columns, distance) in found.items():
+    for experience_id, (columns, distance, keyword) in found.items():
         similarity = 1 - distance
-        vector_rank, keyword_rank = (
-            ranks[experience_id].get("vector"),
-            ranks[experience_id].get("keyword"),
-        )
+        keyword_rank = ranks[experience_id].get("keyword")
         if keyword_rank is None and similarity < settings.HINDSIGHT_RECALL_MIN_SIMILARITY:
             continue
         experience = Recalled.from_row(columns)
         parts, match = score_parts(
             experience, similarity=similarity, asked_env=query.environment, now=now
         )
-        fusion = ((1 - weight) * _rrf(vector_rank) + weight * _rrf(keyword_rank)) / best
+        relevance = (1 - weight) * max(similarity, 0.0) + weight * keyword
         parts = {
-            "relevance": round(fusion, 4),
-            "vector_rank": vector_rank or 0,
+            "relevance": round(relevance, 4),
+            "keyword": round(keyword, 4),
+            "vector_rank": ranks[experience_id].get("vector") or 0,
             "keyword_rank": keyword_rank or 0,
             **parts,
         }
-        score = fusion * parts["decay"] * parts["environment"] * parts["evidence"]
+        score = relevance * parts["decay"] * parts["environment"] * parts["evidence"]
         items.append(RecallItem(experience, round(score, 4), parts, match))
     items.sort(key=lambda item: (item.score, item.score_parts["similarity"]), reverse=True)
     return items

@@ -5,7 +5,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from hindsight_site.pipeline import review_trace
-from tests.experiences.trajectories import seed_000_body, short_body
+from tests.experiences.trajectories import chat_only_body, seed_000_body
 from traces.models import Trace
 
 pytestmark = pytest.mark.django_db
@@ -111,9 +111,10 @@ def test_trace_detail_includes_labels_and_reviews(api, reviewed):
 
 
 def test_a_skipped_trace_can_be_sent_back_to_review(api, settings):
-    trace_id = api.post("traces", short_body()).json()["id"]
+    trace_id = api.post("traces", chat_only_body()).json()["id"]
     review_trace(trace_id)
-    settings.HINDSIGHT_REVIEW_MIN_TOOL_CALLS = 1
+    assert Trace.objects.get(pk=trace_id).review_status == "skipped"
+    settings.HINDSIGHT_REVIEW_MIN_EVENTS = 1
 
     response = api.post(f"traces/{trace_id}/review", {})
     assert response.status_code == 200 and response.json()["review_status"] == "pending"

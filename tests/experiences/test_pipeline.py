@@ -5,7 +5,7 @@ import pytest
 from experiences.embeddings import LocalMiniLM
 from experiences.models import Experience, ExperienceVersion, FailurePattern
 from hindsight_site.pipeline import rederive_trace, review_trace
-from tests.experiences.trajectories import seed_000_body, short_body
+from tests.experiences.trajectories import chat_only_body, seed_000_body, short_body
 from traces.models import Review, Step, Trace
 from traces.schemas import TraceIn
 from traces.services.ingest import trace_ingest
@@ -75,17 +75,48 @@ def test_the_same_failure_in_another_trace_counts_as_another_occurrence(project)
     assert Experience.objects.count() == 2  # merging near-duplicates is the dedup's job
 
 
-def test_a_short_trace_is_skipped_with_the_reason(project):
+def test_a_short_trace_without_a_tool_call_is_skipped_with_the_reason(project):
+    trace = ingest(project, chat_only_body())
+    assert review_trace(trace.pk) == "nothing to do"
+
+    trace.refresh_from_db()
+    assert trace.review_status == "skipped"
+    assert trace.review_status_reason.startswith("too short to review: 1 events, 0 tool calls")
+    assert "a shorter run is reviewed offline" in trace.review_status_reason
+    assert not Review.objects.exists() and not Experience.objects.exists()
+
+
+def test_a_short_run_that_called_a_tool_gets_a_short_offline_review(project, settings):
+    # An LLM reviewer is configured, at an address where nothing answers: a short run must not
+    # reach it (its review is the offline reviewer's, free and deterministic).
+    settings.HINDSIGHT_REVIEWER = "llm"
+    settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"
+    trace = ingest(project, short_body())
+    assert review_trace(trace.pk) == "reviewed"
+
+    trace.refresh_from_db()
+    assert trace.review_status_reason == "short review (1 tool call(s)) by the offline reviewer"
+    review = Review.objects.get(trace=trace)
+    assert (review.kind, review.trigger, review.reviewer) == ("full", "short", "heuristic")
+    assert labels(trace) == {0: "necessary"}
+    experience = Experience.objects.get()
+    assert "Tokyo" in experience.summary and "clock" in experience.advice
+
+
+def test_with_short_runs_off_a_short_run_is_skipped_as_before(project, settings):
+    settings.HINDSIGHT_REVIEW_SHORT_RUNS = False
     trace = ingest(project, short_body())
     assert review_trace(trace.pk) == "nothing to do"
 
     trace.refresh_from_db()
     assert trace.review_status == "skipped"
     assert trace.review_status_reason.startswith("too short to review: 1 events, 1 tool calls")
-    assert not Review.objects.exists() and not Experience.objects.exists()
+    assert "reviewed offline" not in trace.review_status_reason
+    assert not Experience.objects.exists()
 
 
 def test_a_short_trace_with_an_anomaly_gets_a_local_review(project, settings):
+    settings.HINDSIGHT_REVIEW_SHORT_RUNS = False  # the local review alone, not beside a short one
     settings.HINDSIGHT_LOCAL_WINDOW_STEPS = 0
     body = short_body()
     body["outcome"] = "unknown"  # a failed run would get a full review as well

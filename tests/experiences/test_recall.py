@@ -65,16 +65,40 @@ def test_recall_ranks_the_relevant_experience_first(recall_api, project):
     assert item["advice"] == ADVICE["restart"] and item["polarity"] == "success"
     parts = item["score_parts"]
     assert set(parts) == {
-        "relevance", "vector_rank", "keyword_rank", "similarity", "decay", "environment",
-        "evidence",
+        "relevance", "keyword", "vector_rank", "keyword_rank", "similarity", "decay",
+        "environment", "evidence",
     }  # fmt: skip
     assert parts["vector_rank"] == 1 and parts["keyword_rank"] == 1  # first in both rankings
+    assert parts["relevance"] == pytest.approx(
+        0.75 * parts["similarity"] + 0.25 * parts["keyword"], abs=1e-3
+    )
     assert item["score"] == pytest.approx(
         parts["relevance"] * parts["decay"] * parts["environment"] * parts["evidence"], rel=1e-3
     )
     assert (
         RecallLog.objects.get(pk=response.json()["id"]).returned[0]["experience_id"] == restart.pk
     )
+
+
+def test_a_near_repeat_of_the_task_outranks_related_experience_with_more_evidence(
+    recall_api, project
+):
+    # Relevance is a score, not a rank: rank fusion put the second of both lists within 2 % of
+    # the first, and an experience merged from 8 runs and upvoted (evidence ×1.5) overtook the
+    # experience of the very task asked again.
+    task = "the web container keeps restarting with exit code 137 after the deploy"
+    wanted = make_experience(project, "restart", task=task)
+    related = make_experience(
+        project, "restart", task="the web container is slow to start after the deploy",
+        support_count=8, upvotes=3,
+    )  # fmt: skip
+
+    items = recall_api.post("recall", {"task": task, "k": 2}).json()["items"]
+
+    assert [i["experience_id"] for i in items] == [wanted.pk, related.pk]
+    first, second = (i["score_parts"] for i in items)
+    assert first["similarity"] == pytest.approx(1.0, abs=1e-3) and first["keyword"] == 1.0
+    assert second["evidence"] > 1.4 and second["relevance"] < first["relevance"] - 0.1
 
 
 def test_every_recall_is_logged_and_marks_what_it_returned(recall_api, project):

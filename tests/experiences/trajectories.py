@@ -65,6 +65,17 @@ def seed_000_body(external_id: str = "netpol-1") -> dict[str, Any]:
     }
 
 
+def chat_only_body(external_id: str = "chat-1") -> dict[str, Any]:
+    """A short run with no tool call: nothing about tool use to learn, skipped."""
+    return {
+        "external_id": external_id,
+        "agent": "ops-bot",
+        "task": "Say hello to the on-call engineer",
+        "outcome": "success",
+        "steps": [{"index": 0, "kind": "llm_reasoning", "content": "Hello, on-call engineer!"}],
+    }
+
+
 def short_body(external_id: str = "short-1") -> dict[str, Any]:
     return {
         "external_id": external_id,

@@ -5,7 +5,13 @@ import os
 import pytest
 
 from tests.traces.review_builders import sv, tv
-from traces.review.triggers import full_review_reason, is_dissatisfied, local_windows, skip_reason
+from traces.review.triggers import (
+    full_review_reason,
+    is_dissatisfied,
+    local_windows,
+    short_review_reason,
+    skip_reason,
+)
 
 
 @pytest.mark.parametrize(
@@ -63,7 +69,7 @@ def test_by_default_a_successful_run_with_three_tool_calls_is_reviewed():
 
 
 @with_default_thresholds
-def test_by_default_a_successful_run_with_two_tool_calls_is_skipped():
+def test_by_default_a_successful_run_with_two_tool_calls_gets_no_full_review():
     trace = tv(outcome="success", duration_ms=2000)
     steps = [sv(0, "user_input"), sv(1, tool="t"), sv(2, tool="u")]
 
@@ -72,6 +78,26 @@ def test_by_default_a_successful_run_with_two_tool_calls_is_skipped():
     assert "3 events, 2 tool calls, 2 s" in reason
     assert "≥ 10 events" in reason and "≥ 3 tool calls" in reason and "≥ 30 s" in reason
     assert "a failed run with a tool call" in reason
+    assert "a shorter run is reviewed offline when it called a tool" in reason
+
+
+@with_default_thresholds
+def test_by_default_a_successful_run_with_two_tool_calls_gets_a_short_review():
+    trace = tv(outcome="success", duration_ms=2000)
+    steps = [sv(0, "user_input"), sv(1, tool="t"), sv(2, tool="u")]
+    assert short_review_reason(trace, steps) == "short: 2 tool call(s)"
+
+
+def test_a_short_run_without_a_tool_call_gets_no_short_review():
+    steps = [sv(0, "user_input"), sv(1, "llm_reasoning")]
+    assert short_review_reason(tv(outcome="success", duration_ms=1000), steps) is None
+
+
+def test_short_reviews_can_be_turned_off(settings):
+    settings.HINDSIGHT_REVIEW_SHORT_RUNS = False
+    steps = [sv(0, tool="t")]
+    assert short_review_reason(tv(outcome="success", duration_ms=1000), steps) is None
+    assert "reviewed offline" not in skip_reason(tv(duration_ms=1000), steps)
 
 
 @with_default_thresholds

@@ -30,6 +30,11 @@ def get_reviewer() -> Reviewer:
         from traces.review.llm import LLMReviewer
 
         return LLMReviewer()
+    return offline_reviewer()
+
+
+def offline_reviewer() -> Reviewer:
+    """The deterministic reviewer: the default, and the one for short runs whatever is set."""
     from traces.review.heuristic import HeuristicReviewer
 
     return HeuristicReviewer()

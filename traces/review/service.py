@@ -13,8 +13,14 @@ from django.utils import timezone
 from core.errors import Conflict, NotFound
 from traces.models import Project, Review, Step, Trace
 from traces.review.compression import compress, estimate_tokens
-from traces.review.reviewers import get_reviewer, reviewer_name
-from traces.review.triggers import full_review_reason, local_windows, skip_reason
+from traces.review.reviewers import get_reviewer, offline_reviewer, reviewer_name
+from traces.review.triggers import (
+    SHORT,
+    full_review_reason,
+    local_windows,
+    short_review_reason,
+    skip_reason,
+)
 from traces.review.types import ReviewOutcome, ReviewRequest, StepView, TraceView, Window
 from traces.services.review_queue import review_enqueue
 
@@ -78,8 +84,11 @@ def review_begin(*, trace_id: int, worker: str = "") -> ReviewPlan | None:
         view = trace_view(trace)
         windows: list[Window] = []
         full_reason = full_review_reason(view, steps)
+        short_reason = None if full_reason else short_review_reason(view, steps)
         if full_reason is not None:
             windows.append(Window("full", "size", steps[0].index, steps[-1].index))
+        elif short_reason is not None:
+            windows.append(Window("full", SHORT, steps[0].index, steps[-1].index))
         windows.extend(local_windows(steps))
         if not windows:
             trace.review_status = Trace.ReviewStatus.SKIPPED
@@ -106,7 +115,10 @@ def review_begin(*, trace_id: int, worker: str = "") -> ReviewPlan | None:
             f"{len(locals_)} local review(s): "
             + ", ".join(w.trigger.replace("_", " ") for w in locals_)
         )
-    reason = f"{'; '.join(parts)} by the {reviewer_name()} reviewer"
+    reason = f"{'; '.join(parts)} by the {reviewer_name()} reviewer" if parts else ""
+    if short_reason:
+        short = f"short review ({short_reason.removeprefix('short: ')}) by the offline reviewer"
+        reason = f"{short}; {reason}" if reason else short
     return ReviewPlan(
         trace_id=trace_id,
         requests=[review_request(view, steps, w) for w in windows],
@@ -116,7 +128,10 @@ def review_begin(*, trace_id: int, worker: str = "") -> ReviewPlan | None:
 
 def review_run(plan: ReviewPlan) -> list[ReviewOutcome]:
     reviewer = get_reviewer()
-    return [reviewer.review(request) for request in plan.requests]
+    return [
+        (offline_reviewer() if request.window.trigger == SHORT else reviewer).review(request)
+        for request in plan.requests
+    ]
 
 
 def _labels_to_apply(outcomes: list[ReviewOutcome]) -> dict[int, tuple[ReviewOutcome, object]]:

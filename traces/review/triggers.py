@@ -8,6 +8,9 @@ from django.conf import settings
 
 from traces.review.types import StepView, TraceView, Window
 
+# The trigger of a short run's review (a full window, reviewed offline).
+SHORT = "short"
+
 # Dissatisfaction in a user's message: complaints, corrections, repeated requests (EN and ZH).
 _DISSATISFIED = re.compile(
     r"(\bnot what i (asked|wanted|meant)\b|\bthat'?s (wrong|not (it|right|what))\b|\bwrong\b|"
@@ -52,15 +55,35 @@ def full_review_reason(trace: TraceView, steps: list[StepView]) -> str | None:
     return None
 
 
+def short_review_reason(trace: TraceView, steps: list[StepView]) -> str | None:
+    """Why a run below the thresholds still gets a short review, or None.
+
+    The thresholds are about what a review costs and how much a long trace has to say; a short
+    run that used a tool still holds the path that answered its task (two calls, often the best
+    memory there is for a task asked again), so the offline reviewer (free, deterministic)
+    reviews it when HINDSIGHT_REVIEW_SHORT_RUNS is on. A run without any tool call has no tool
+    use to learn from and is skipped.
+    """
+    if not settings.HINDSIGHT_REVIEW_SHORT_RUNS:
+        return None
+    tool_calls = sum(1 for s in steps if s.kind == "tool_call")
+    return f"short: {tool_calls} tool call(s)" if tool_calls else None
+
+
 def skip_reason(trace: TraceView, steps: list[StepView]) -> str:
     tool_calls = sum(1 for s in steps if s.kind == "tool_call")
     seconds = (trace.duration_ms or 0) / 1000
+    shorter = (
+        "; a shorter run is reviewed offline when it called a tool"
+        if settings.HINDSIGHT_REVIEW_SHORT_RUNS
+        else ""
+    )
     return (
         f"too short to review: {len(steps)} events, {tool_calls} tool calls, {seconds:.0f} s "
         f"(a full review needs ≥ {settings.HINDSIGHT_REVIEW_MIN_EVENTS} events, "
         f"≥ {settings.HINDSIGHT_REVIEW_MIN_TOOL_CALLS} tool calls or "
-        f"≥ {settings.HINDSIGHT_REVIEW_MIN_SECONDS:.0f} s, or a failed run with a tool call) "
-        "and no anomaly"
+        f"≥ {settings.HINDSIGHT_REVIEW_MIN_SECONDS:.0f} s, or a failed run with a tool call"
+        f"{shorter}) and no anomaly"
     )
 
 
