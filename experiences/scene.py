@@ -31,11 +31,27 @@ def keywords_of(texts: Iterable[str]) -> str:
     return " ".join(found[:MAX_KEYWORDS])
 
 
+# Words that the strategy and pitfall templates (and plain English) put in any experience:
+# "get_user_details "x", then cancel_reservation "y": it led to …" shares "then", "it", "led",
+# "to" with every other lesson, which made two lessons about different calls look alike.
+_FILLER = frozenset(
+    "a an and are as at be by did do does for from if in into is it its led more no not of on "
+    "or s step steps than that the then this to was were when with you your items fields "
+    "instead first".split()
+)
+
+
+def substance_words(text: str) -> set[str]:
+    """The words that carry an experience's substance: calls, arguments, values, not filler."""
+    return {w for w in re.findall(r"\w+", text.lower()) if w not in _FILLER}
+
+
 def substance_overlap(first: str, second: str) -> float:
-    """How much two experiences say the same: the share of the shorter one's words (of their
-    strategy and pitfall) that the other also says, so a more specific wording still covers a
-    general one, while two runs of one scene that took different paths are not duplicates."""
-    a, b = set(re.findall(r"\w+", first.lower())), set(re.findall(r"\w+", second.lower()))
+    """How much two experiences say the same: the share of the shorter one's substance words
+    (of their strategy and pitfall, filler left out) that the other also says, so a more
+    specific wording still covers a general one, while two runs of one scene that took
+    different paths (other calls, other values) are not duplicates."""
+    a, b = substance_words(first), substance_words(second)
     if not a or not b:
         return 1.0  # one says nothing structured (written by hand): the scene decides
     return len(a & b) / min(len(a), len(b))

@@ -8,6 +8,7 @@ from django.db import connection
 
 from core.errors import Conflict
 from experiences.models import Experience, ExperienceMerge, ExperienceSource, MergeProposal
+from experiences.scene import substance_overlap
 from experiences.services.dedup import experience_dedup
 from experiences.services.llm_merge import merge_advice_with_llm
 from experiences.services.merging import experience_merge_undo
@@ -230,3 +231,13 @@ def test_the_absorbed_experiences_other_proposals_move_to_the_survivor(project):
 
     open_pairs = set(MergeProposal.objects.filter(status="open").values_list("first", "second"))
     assert open_pairs == {(survivor.pk, third.pk)}
+
+
+def test_template_filler_does_not_make_lessons_about_different_calls_alike():
+    # Two customers' lessons: the only words they share are the template's and one tool name.
+    first = 'get_user_details "amelia_davis_8890" get_reservation_details "8C8K4E": it led to "…"'
+    second = 'get_reservation_details "H8Q05L" cancel_reservation "H8Q05L": it led to "…"'
+    assert substance_overlap(first, second) < 0.5
+    # The same calls with the same values, worded with more filler, still say the same.
+    again = 'then get_user_details "amelia_davis_8890", then get_reservation_details "8C8K4E"'
+    assert substance_overlap(first, again) == 1.0

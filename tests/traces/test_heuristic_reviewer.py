@@ -759,6 +759,23 @@ def test_a_failed_trajectory_yields_a_lesson_and_does_not_offer_the_same_failure
     assert 'avoid apt_install "libssl1.1": it failed' in template.improvements
 
 
+def test_a_failed_run_that_never_called_a_tool_teaches_not_to_answer_without_one():
+    steps = [
+        sv(0, "user_input", content="What is the sum of my gift card balances?"),
+        thought(1, "I'm unable to access your gift card balances. Anything else?"),
+        sv(2, "user_input", content="No, thanks."),
+        thought(3, "You're welcome!"),
+    ]
+    template = review(tv(task="What is my gift card balance?", outcome="failure"), steps).template
+
+    assert template.worth_reference
+    assert template.pitfall == (
+        "answer without calling a tool (the first reply was \"I'm unable to access your gift "
+        'card balances.")'
+    )
+    assert template.experience.endswith(f"do not {template.pitfall}: the run failed.")
+
+
 def test_a_trajectory_with_nothing_to_learn_is_not_worth_referencing():
     steps = [thought(0, "thinking"), thought(1, "done")]
     outcome = review(tv(outcome="unknown"), steps)

@@ -37,6 +37,11 @@ def _consequence(step: StepView, request: ReviewRequest) -> str:
     return f"a {request.trace.outcome}"
 
 
+def _first_reply(steps: list[StepView]) -> str:
+    reply = next((s for s in steps if s.kind == "llm_reasoning" and s.content.strip()), None)
+    return f' (the first reply was "{first_sentence(reply.content, 80)}")' if reply else ""
+
+
 def build_template(request: ReviewRequest, labels: Mapping[int, StepJudgement]) -> ReviewTemplate:
     """The review template, built from labels (machine or human-corrected)."""
     steps = request.steps
@@ -97,10 +102,13 @@ def build_template(request: ReviewRequest, labels: Mapping[int, StepJudgement]) 
                 advice += f" What did work: {strategy}."
         elif strategy:
             advice = f"{when}, {strategy} was not enough: the run failed."
+        elif calls := [s for s in steps if s.tool]:
+            advice = f"{when}, this approach failed: {_path_phrase(calls, 3)}."
         else:
-            advice = (
-                f"{when}, this approach failed: {_path_phrase([s for s in steps if s.tool], 3)}."
-            )
+            # No tool was called at all: the way not to go is answering from the conversation
+            # alone, and the first reply is where the run chose it.
+            pitfall = "answer without calling a tool" + _first_reply(steps)
+            advice = f"{when}, do not {pitfall}: the run failed."
     else:
         if strategy:
             advice = f"{when}, {strategy}."
