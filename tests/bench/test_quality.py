@@ -1,6 +1,8 @@
 """What the memory learns from public agent runs: a small slice of bench/quality.py on the real
 site, and the offline reviewer against the hand-labelled gold set (in process)."""
 
+import json
+
 import pytest
 
 from bench import gold, quality
@@ -59,3 +61,55 @@ def test_the_advice_check_finds_each_problem(advice, scene, problem):
 def test_the_advice_check_passes_readable_advice():
     advice = 'When you work on "change reservation ABC123" (airline), get_reservation "ABC123".'
     assert quality.advice_problems(advice, "change reservation ABC123") == []
+
+
+def tau_episode(task_id: int, trial: int, reward: float) -> dict:
+    """An episode shaped like τ-bench's historical trajectories: an OpenAI transcript."""
+    user, reservation, tool, change = [
+        ("mia_li_3668", "ZX12AB", "cancel_reservation", "cancel my reservation"),
+        ("noah_kim_1021", "RR77QP", "update_reservation_baggages", "add two checked bags"),
+        ("ava_diaz_5530", "HQ3M9T", "update_reservation_flights", "move my flight to Friday"),
+    ][task_id]
+    call = {"id": f"c{trial}", "type": "function"}
+    return {
+        "task_id": task_id,
+        "trial": trial,
+        "reward": reward,
+        "info": {},
+        "traj": [
+            {"role": "system", "content": "# Airline Agent Policy"},
+            {"role": "user", "content": ["Hi!", "Hello there.", "Hey.", "Good morning!"][trial]},
+            {"role": "assistant", "content": "How can I help you today?"},
+            {"role": "user", "content": f"I'd like to {change}. I am {user}, {reservation}."},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {**call, "function": {"name": "get_reservation_details",
+                                      "arguments": f'{{"reservation_id": "{reservation}"}}'}}]},
+            {"role": "tool", "tool_call_id": f"c{trial}", "name": "get_reservation_details",
+             "content": f'{{"reservation_id": "{reservation}", "user_id": "{user}"}}'},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {**call, "id": f"d{trial}", "function": {
+                    "name": tool, "arguments": f'{{"reservation_id": "{reservation}"}}'}}]},
+            {"role": "tool", "tool_call_id": f"d{trial}", "name": tool,
+             "content": "Error: not allowed" if reward < 1 else '{"status": "ok"}'},
+            {"role": "assistant", "content": "Done." if reward >= 1 else "Sorry, I can't."},
+        ],
+    }  # fmt: skip
+
+
+def test_transcripts_of_another_domain_are_imported_reviewed_and_recalled(tmp_path):
+    # τ-bench's own file is not shipped; the same shape, through the same import path: short
+    # successes (2 tool calls) get a short review instead of being skipped, and a new run of a
+    # task recalls the earlier runs of that task.
+    episodes = [
+        tau_episode(task, trial, 0.0 if (task, trial) == (1, 1) else 1.0)
+        for task in range(3)
+        for trial in range(4)
+    ]
+    path = tmp_path / "gpt-4o-airline.json"
+    path.write_text(json.dumps(episodes))
+
+    figures = quality.main(["--dataset", "tau", "--tau", str(path)])["tau"]
+
+    assert figures["review"]["review_status"] == {"reviewed": 12}
+    assert figures["review"]["yield"] == 1.0
+    assert figures["project"]["hit@1"] == 1.0
