@@ -18,9 +18,12 @@ from traces.models import Project, Review, Trace
 EMBEDDING_DIM = settings.HINDSIGHT_EMBEDDING_DIM
 
 
-def scene_text(*, summary: str, intent: str = "") -> str:
-    """What an experience's vector is made of, and what a recall query is compared with."""
-    return f"{summary}\n{intent}" if intent else summary
+def scene_text(*, summary: str, intent: str = "", request: str = "") -> str:
+    """What an experience's vector is made of, and what a recall query is compared with: the
+    informative request whole (its summary for experiences stored before it was kept), and
+    the intent."""
+    text = request or summary
+    return f"{text}\n{intent}" if intent else text
 
 
 class Experience(models.Model):
@@ -48,8 +51,11 @@ class Experience(models.Model):
     intent = models.CharField(max_length=500, blank=True)
     agent = models.CharField(max_length=200, blank=True)
     task = models.TextField(blank=True)  # the task of the source trajectory, for matching
-    # The informative request in 100-150 characters (traces.review.scene): what is embedded.
+    # The informative request in 100-150 characters (traces.review.scene): what people read.
     summary = models.CharField(max_length=300, blank=True)
+    # The informative request whole (traces.review.scene.scene_request): what is embedded ('' for
+    # experiences stored before it was kept: their summary is).
+    request = models.TextField(blank=True)
     # sha1 of the normalised task: runs of the same task find each other (contrast, dedup).
     task_key = models.CharField(max_length=40, blank=True)
     # Identifiers and names of the request and of the path, kept whole for keyword search.
@@ -86,7 +92,7 @@ class Experience(models.Model):
     downvotes = models.PositiveIntegerField(default=0)
     # When evidence last arrived (distilled, merged, re-derived): time decay counts from here.
     evidence_at = models.DateTimeField(default=timezone.now)
-    # The embedding of the scene (`scene_text`: summary and intent), with the model that made it
+    # The embedding of the scene (`scene_text`: request and intent), with the model that made it
     # (a model change is detected). The advice is not embedded: a reworded advice keeps its vector.
     # Stored as halfvec (16-bit floats): half the table and index pages of a 32-bit vector, so a
     # library of 1M experiences stays in memory; the cosine error is ~1e-4 (test_embeddings).
@@ -166,7 +172,9 @@ class Experience(models.Model):
 
     @property
     def scene_text(self) -> str:
-        return scene_text(summary=self.summary or self.task, intent=self.intent)
+        return scene_text(
+            summary=self.summary or self.task, intent=self.intent, request=self.request
+        )
 
     @property
     def last_recalled_at(self) -> datetime | None:

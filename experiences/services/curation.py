@@ -108,12 +108,18 @@ def _edited_scene_vector(experience_id: int, intent: str) -> tuple[str, list[flo
     intent is the one it has."""
     from experiences.embeddings import embed_in_batches
 
-    current = Experience.objects.filter(pk=experience_id).only("summary", "task", "intent").first()
+    current = (
+        Experience.objects.filter(pk=experience_id)
+        .only("summary", "task", "intent", "request")
+        .first()
+    )
     if current is None:
         raise InvalidInput(f"experience {experience_id} does not exist")
     if current.intent == intent:
         return None
-    text = scene_text(summary=current.summary or current.task, intent=intent)
+    text = scene_text(
+        summary=current.summary or current.task, intent=intent, request=current.request
+    )
     (vector,) = embed_in_batches([text])
     return text, vector
 
@@ -155,7 +161,9 @@ def _experience_edit_locked(
         experience = _locked(experience_id)
         if "intent" in scene and scene["intent"] != experience.intent:
             wanted = scene_text(
-                summary=experience.summary or experience.task, intent=scene["intent"]
+                summary=experience.summary or experience.task,
+                intent=scene["intent"],
+                request=experience.request,
             )
             if embedded is None or embedded[0] != wanted:
                 return None  # the scene changed since its vector was computed: again

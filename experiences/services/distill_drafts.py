@@ -13,7 +13,7 @@ from experiences.embeddings import embed_in_batches
 from experiences.models import scene_text
 from experiences.scene import keywords_of
 from experiences.services.patterns import argument_shape, error_signature
-from traces.review.scene import action_phrase, scene_summary
+from traces.review.scene import action_phrase, scene_request, scene_summary
 from traces.review.types import (
     ReviewOutcome,
     ReviewTemplate,
@@ -32,6 +32,7 @@ class ExperienceDraft:
     path: list[dict[str, Any]]
     step_indexes: list[int]
     summary: str
+    request: str
     strategy: str
     pitfall: str
     keywords: str
@@ -93,6 +94,7 @@ def experience_draft(
     and embedded, the advice what it says."""
     polarity = _polarity(trace) if window.kind == "full" else "failure"
     summary = template.scene_summary.strip() or scene_summary(trace.task, steps)
+    request = scene_request(trace.task, steps)
     path = _path(trace, steps, labels)
     return ExperienceDraft(
         window=window,
@@ -102,10 +104,11 @@ def experience_draft(
         path=path,
         step_indexes=[s.index for s in steps if labels.get(s.index) == "necessary"],
         summary=summary[:300],
+        request=request,
         strategy=template.strategy,
         pitfall=template.pitfall,
         keywords=keywords_of([trace.task, trace.final_answer, *(p["summary"] for p in path)]),
-        embed_text=scene_text(summary=summary, intent=trace.intent),
+        embed_text=scene_text(summary=summary, intent=trace.intent, request=request),
         labels={str(s.index): labels[s.index] for s in steps if s.index in labels},
     )
 

@@ -47,6 +47,7 @@ def experiences_store(
             **_scene(trace),
             task=trace.task,
             summary=draft.summary,
+            request=draft.request,
             task_key=task_key(trace.task),
             keywords=draft.keywords,
             strategy=draft.strategy,

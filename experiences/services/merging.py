@@ -24,6 +24,7 @@ SNAPSHOT_FIELDS = [
     "advice",
     "task",
     "summary",
+    "request",
     "task_key",
     "keywords",
     "strategy",
@@ -120,8 +121,8 @@ def experience_merge(
             winner = absorbed if advice == absorbed.advice else survivor
         advice = winner.advice if advice is None else advice
         if winner is absorbed:
-            for name in ("summary", "task", "task_key", "keywords", "strategy", "pitfall",
-                         "embedding", "embedding_model"):  # fmt: skip
+            for name in ("summary", "request", "task", "task_key", "keywords", "strategy",
+                         "pitfall", "embedding", "embedding_model"):  # fmt: skip
                 setattr(survivor, name, getattr(absorbed, name))
         survivor.advice = advice
         survivor.tools = list(dict.fromkeys([*survivor.tools, *absorbed.tools]))

@@ -39,7 +39,7 @@ from experiences.scene import keywords_of
 from experiences.services.recall_log import recall_log_write
 from experiences.services.warnings import WarningItem, warnings_for_tools
 from traces.models import ApiKey, Project
-from traces.review.scene import query_summary
+from traces.review.scene import query_request
 
 STATUS_BONUS = {"approved": 1.1, "promoted": 1.2}
 
@@ -297,7 +297,7 @@ def candidates_scored(
 
 
 def _query_text(query: RecallQuery) -> str:
-    return scene_text(summary=query_summary(query.task), intent=query.intent or "")
+    return scene_text(summary=query_request(query.task), intent=query.intent or "")
 
 
 def query_keywords(query: RecallQuery) -> tuple[str, str]:

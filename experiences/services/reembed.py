@@ -74,7 +74,7 @@ def experiences_reembed(
     for start in range(0, len(ids), batch):
         rows = list(
             Experience.objects.filter(pk__in=ids[start : start + batch]).only(
-                "pk", "task", "summary", "intent"
+                "pk", "task", "summary", "request", "intent"
             )
         )
         vectors = embed_in_batches([e.scene_text for e in rows])

@@ -164,3 +164,42 @@ def test_a_dimension_change_resizes_the_column_and_drops_the_old_vectors(project
     experience.refresh_from_db()
     assert experience.embedding is None and experience.embedding_model == ""
     assert experiences_to_reembed().filter(pk=experience.pk).exists()
+
+
+@pytest.mark.django_db
+def test_the_whole_request_is_embedded_not_its_150_character_summary(project, make_key, api_for):
+    """Two requests that read alike for 150 characters and differ after: each finds its own
+    experience first, with similarity 1 (their summaries alone would have one vector)."""
+    from hindsight_site.pipeline import review_trace
+    from tests.experiences.trajectories import seed_000_body
+    from traces.schemas import TraceIn
+    from traces.services.ingest import trace_ingest
+
+    preamble = (
+        "Hi! Our production web service has been unstable since this morning's release and "
+        "customers are seeing intermittent errors on checkout pages. "
+    )
+    endings = [
+        "The container keeps restarting: find out why it is killed.",
+        "The database connection pool is exhausted: find out which client holds them.",
+    ]
+    experiences = []
+    for n, ending in enumerate(endings):
+        body = seed_000_body(f"long-{n}")
+        body["task"] = body["steps"][0]["content"] = preamble + ending  # the request: the task
+        trace = trace_ingest(project=project, payload=TraceIn.model_validate(body)).trace
+        review_trace(trace.pk)
+        experience = Experience.objects.get(sources__trace=trace)
+        assert experience.summary.endswith("…") and ending in experience.request
+        assert not experience.request.startswith("Hi")  # the greeting is not the scene
+        experiences.append(experience)
+    assert experiences[0].summary == experiences[1].summary
+
+    api = api_for(make_key(project, ("recall",)))
+    for ending, experience in zip(endings, experiences, strict=True):
+        items = api.post("recall", {"task": preamble + ending, "include_candidates": True}).json()[
+            "items"
+        ]
+        assert items[0]["experience_id"] == experience.pk
+        assert items[0]["score_parts"]["similarity"] >= 0.9999
+        assert items[1]["score_parts"]["similarity"] < 0.98  # one summary would score both 1

