@@ -123,7 +123,8 @@ def exact_agreement(bodies: list[dict]) -> dict[str, float]:
     now = timezone.now()
 
     def top5(query: RecallQuery, rows: list[tuple]) -> set[int]:
-        return {item.experience.id for item in candidates_scored(rows, query=query, now=now)[:5]}
+        items = candidates_scored(rows, query=query, now=now, limit=5)
+        return {item.experience.id for item in items}
 
     found = {"candidates": [0, 0], "top5": [0, 0]}
     for body in bodies:

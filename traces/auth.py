@@ -6,13 +6,14 @@ from datetime import timedelta
 
 import redis
 from django.conf import settings
+from django.db import connections, router
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import APIKeyHeader, HttpBearer
 from ninja.throttling import BaseThrottle
 
 from core.errors import PermissionDenied
-from traces.models import ApiKey
+from traces.models import ApiKey, Project
 from traces.services.rate_limit import rate_limit_check
 
 logger = logging.getLogger(__name__)
@@ -25,17 +26,30 @@ def hash_key(raw_key: str) -> str:
     return hashlib.sha256(raw_key.encode()).hexdigest()
 
 
+# The key and its project in one plain statement: the ORM spent ~0.8 ms per request compiling
+# the same select_related query and building it (auth runs on every API call).
+_KEY_FIELDS = [f.attname for f in ApiKey._meta.concrete_fields]
+_PROJECT_FIELDS = [f.attname for f in Project._meta.concrete_fields]
+_KEY_LOOKUP_SQL = (
+    "SELECT "
+    + ", ".join([f"k.{name}" for name in _KEY_FIELDS] + [f"p.{name}" for name in _PROJECT_FIELDS])
+    + " FROM traces_apikey k JOIN traces_project p ON p.id = k.project_id"
+    " WHERE k.key_hash = %s AND k.revoked_at IS NULL"
+)
+
+
 def api_key_lookup(raw_key: str) -> ApiKey | None:
     raw_key = raw_key.strip()
     if not raw_key:
         return None
-    # Slicing, not .first(): key_hash is unique, an ORDER BY would only cost time on every call.
-    found = ApiKey.objects.select_related("project").filter(
-        key_hash=hash_key(raw_key), revoked_at__isnull=True
-    )[:1]
-    key = next(iter(found), None)
-    if key is None:
+    alias = router.db_for_read(ApiKey)
+    with connections[alias].cursor() as cursor:
+        cursor.execute(_KEY_LOOKUP_SQL, [hash_key(raw_key)])
+        row = cursor.fetchone()
+    if row is None:
         return None
+    key = ApiKey.from_db(alias, _KEY_FIELDS, row[: len(_KEY_FIELDS)])
+    key.project = Project.from_db(alias, _PROJECT_FIELDS, row[len(_KEY_FIELDS) :])
     now = timezone.now()
     if key.last_used_at is None or now - key.last_used_at > LAST_USED_RESOLUTION:
         ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
