@@ -148,3 +148,25 @@ def test_untrusted_text_is_escaped(client_for, reviewer, project, make_experienc
     body = client_for(reviewer).get(f"/experiences/{experience.pk}/").content.decode()
 
     assert "<script>alert" not in body and "<img src=x" not in body and "<b>x</b>" not in body
+
+
+def test_it_shows_the_request_the_experience_is_matched_on_escaped(
+    client_for, reviewer, project, make_experience
+):
+    request = "Cancel reservation ZX12AB for mia_li_3668; <script>alert(1)</script> she is sick."
+    experience = make_experience(project, task="Hi!", request=request)
+
+    body = client_for(reviewer).get(f"/experiences/{experience.pk}/").content.decode()
+
+    assert "Matched on</dt>" in body and "Cancel reservation ZX12AB for mia_li_3668" in body
+    assert "<script>alert(1)</script>" not in body and "&lt;script&gt;" in body
+
+
+def test_a_request_that_is_the_task_is_not_shown_twice(
+    client_for, reviewer, project, make_experience
+):
+    experience = make_experience(
+        project, task="Find why web restarts", request="Find why web restarts"
+    )
+    body = client_for(reviewer).get(f"/experiences/{experience.pk}/").content.decode()
+    assert "Matched on" not in body and body.count("Find why web restarts") >= 1

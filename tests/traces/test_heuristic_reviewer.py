@@ -9,7 +9,9 @@ import pytest
 
 from tests.traces.review_builders import request_for, sv, tv
 from traces.review.heuristic import HeuristicReviewer, key_values, label_steps
+from traces.review.heuristic.template import build_template
 from traces.review.scene import SUMMARY_CHARS, SUMMARY_MIN_CHARS, action_phrase, scene_summary
+from traces.review.types import StepJudgement
 
 
 def judgements(trace, steps):
@@ -774,6 +776,31 @@ def test_a_failed_run_that_never_called_a_tool_teaches_not_to_answer_without_one
         'card balances.")'
     )
     assert template.experience.endswith(f"do not {template.pitfall}: the run failed.")
+
+
+@pytest.mark.parametrize(
+    ("result", "in_words"),
+    [
+        ("[]", "no results"),
+        ('[{"flight": "HAT069"}, {"flight": "HAT276"}]', "2 results"),
+        (
+            '{"reservation_id": "H9ZU1C", "status": "active"}',
+            "a result with reservation_id, status",
+        ),
+    ],
+)
+def test_a_json_result_that_led_the_wrong_way_is_said_in_words(result, in_words):
+    steps = [
+        call(0, "search_direct_flight", {"origin": "EWR", "date": "2024-05-25"}, result),
+        thought(1, "No flight fits, so I give up."),
+    ]
+    trace = tv(task="Move my flight to May 25", outcome="failure")
+    labels = {0: "misleading", 1: "redundant"}
+    template = build_template(
+        request_for(trace, steps),
+        {i: StepJudgement(index=i, label=labels[i], reason="r", confidence=0.9) for i in labels},
+    )
+    assert template.pitfall.endswith(f": it led to {in_words}")
 
 
 def test_a_trajectory_with_nothing_to_learn_is_not_worth_referencing():

@@ -4,6 +4,7 @@ built from the labels, so a human relabel re-derives the same way: a success yie
 instead …").
 """
 
+import json
 import re
 from collections.abc import Mapping
 
@@ -27,10 +28,29 @@ def _path_phrase(calls: list[StepView], limit: int = 5) -> str:
     return text
 
 
+def _json_result(result: str) -> str | None:
+    """A JSON result in words ("no results", "3 results", "a result with id, status"): its
+    first sentence would be a cut-off bracket, which reads as nothing ("…")."""
+    if not result.startswith(("[", "{")):
+        return None
+    try:
+        value = json.loads(result)
+    except ValueError:
+        return None
+    if isinstance(value, list):
+        return "no results" if not value else f"{len(value)} result{'s' * (len(value) > 1)}"
+    if isinstance(value, dict):
+        keys = ", ".join(str(k) for k in list(value)[:3])
+        return f"a result with {keys}" if keys else "an empty result"
+    return None
+
+
 def _consequence(step: StepView, request: ReviewRequest) -> str:
     if step.is_error or error_opening(step):
         return f"an error ({error_text(step)})"
     result = (step.observation_raw or step.observation).strip()
+    if (in_words := _json_result(result)) is not None:
+        return in_words
     if result:
         last = re.sub(r"(\d+\.\d{2})\d+", r"\1", result.splitlines()[-1])  # 0.6666… -> 0.66
         return f'"{first_sentence(last, 80)}"'
