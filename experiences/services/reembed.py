@@ -7,7 +7,10 @@ from django.db import connection, transaction
 from django.db.models import Q
 
 from experiences.embeddings import embed_in_batches, get_embedder
-from experiences.models import Experience
+from experiences.models import Experience, ExperienceSource
+from traces.models import Step, Trace
+from traces.review.scene import scene_request
+from traces.review.service import step_view
 
 HNSW_INDEX = "experiences_exp_embed_hnsw"
 
@@ -89,3 +92,41 @@ def experiences_reembed(
         if on_progress:
             on_progress(len(rows))
     return done
+
+
+def _request_of(trace: Trace) -> str:
+    """The trace's informative request, reading its steps only up to the first tool call."""
+    steps = []
+    for step in trace.steps.order_by("index").iterator(chunk_size=20):
+        steps.append(step_view(step))
+        if step.kind == Step.Kind.TOOL_CALL:
+            break
+    return scene_request(trace.task, steps)
+
+
+def experiences_requests_fill(*, on_progress: Callable[[int], None] | None = None) -> int:
+    """Experiences stored before the whole request was kept (`request` empty) get it from their
+    first source trajectory, and their vector is marked for re-embedding (`embedding_model`
+    cleared: `experiences_reembed` then makes it from the request). Returns how many."""
+    filled = 0
+    pending = Experience.objects.filter(request="", sources__isnull=False).distinct()
+    ids = list(pending.order_by("pk").values_list("pk", flat=True))
+    for start in range(0, len(ids), 200):
+        chunk = ids[start : start + 200]
+        first_source: dict[int, int] = {}
+        for experience_id, trace_id in (
+            ExperienceSource.objects.filter(experience_id__in=chunk)
+            .order_by("experience_id", "id")
+            .values_list("experience_id", "trace_id")
+        ):
+            first_source.setdefault(experience_id, trace_id)
+        traces = Trace.objects.in_bulk(set(first_source.values()))
+        for experience_id, trace_id in first_source.items():
+            request = _request_of(traces[trace_id])
+            if request:
+                filled += Experience.objects.filter(pk=experience_id, request="").update(
+                    request=request, embedding_model=""
+                )
+        if on_progress:
+            on_progress(len(chunk))
+    return filled

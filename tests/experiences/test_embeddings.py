@@ -203,3 +203,41 @@ def test_the_whole_request_is_embedded_not_its_150_character_summary(project, ma
         assert items[0]["experience_id"] == experience.pk
         assert items[0]["score_parts"]["similarity"] >= 0.9999
         assert items[1]["score_parts"]["similarity"] < 0.98  # one summary would score both 1
+
+
+@pytest.mark.django_db
+def test_reembed_with_requests_gives_older_experiences_their_whole_request(
+    project, openai_embeddings
+):
+    from experiences.models import ExperienceSource
+    from traces.models import Step, Trace
+
+    trace = Trace.objects.create(
+        project=project,
+        external_id="old-1",
+        agent="a",
+        task="Hi!",
+        completed_at="2026-01-01T00:00Z",
+    )
+    for index, kind, content, tool in [
+        (0, "user_input", "Hi!", ""),
+        (1, "user_input", "Please cancel reservation ZX12AB for mia_li_3668.", ""),
+        (2, "tool_call", "", "cancel_reservation"),
+        (3, "user_input", "Thanks, bye.", ""),
+    ]:
+        Step.objects.create(trace=trace, index=index, kind=kind, content=content, tool=tool)
+    older = _experience(project, embedding_model="fake-embed", task="Hi!", summary="Hi!")
+    ExperienceSource.objects.create(experience=older, trace=trace)
+    untouched = _experience(project, embedding_model="fake-embed", request="kept as it is")
+
+    out = StringIO()
+    call_command("reembed", "--requests", "--no-progress", stdout=out)
+
+    older.refresh_from_db()
+    untouched.refresh_from_db()
+    assert "gave 1 experience(s) their whole request" in out.getvalue()
+    assert older.request == "Please cancel reservation ZX12AB for mia_li_3668."
+    assert np.allclose(older.embedding, fake_vector(older.request, 384), atol=5e-4)
+    assert older.embedding_model == "fake-embed"
+    assert untouched.request == "kept as it is"
+    assert np.allclose(untouched.embedding, fake_vector("old", 384), atol=5e-4)
