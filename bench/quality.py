@@ -51,7 +51,6 @@ __all__ = ["advice_problems", "main"]  # advice_problems: tests/bench check it t
 
 TOOLS = {"hotpotqa": ["Search", "Lookup", "Finish"], "webshop": ["search", "click"]}
 ENVIRONMENT = {"hotpotqa": ["wikipedia"], "webshop": ["webshop"]}
-TAU_FILE: Path | None = None  # --tau FILE: a τ-bench historical trajectory file
 
 
 # ---------------------------------------------------------------------------- splits
@@ -63,23 +62,26 @@ class Split:
     history: list[Run]
     probes: list[Run]
     extra: list[Run] = field(default_factory=list)  # ingested after probing (gold runs, stats)
+    # What the agent sends with its recall when the dataset says it (else TOOLS / ENVIRONMENT).
+    tools: list[str] = field(default_factory=list)
+    environment: list[str] = field(default_factory=list)
 
 
-def split(dataset: str, slice_: int | None) -> Split:
+def split(dataset: str, slice_: int | None, tau_file: Path | None = None) -> Split:
     if dataset == "tau":
-        assert TAU_FILE is not None
-        runs = tau.load(TAU_FILE)
+        assert tau_file is not None
+        runs = tau.load(tau_file)
         if slice_:
             keep = list(dict.fromkeys(r.group for r in runs))[:slice_]
             runs = [r for r in runs if r.group in keep]
         # The agent's tool set and environment are what it would send with its recall.
-        TOOLS["tau"] = sorted(
+        tools = sorted(
             {c["function"]["name"] for r in runs for m in r.body["messages"]
              for c in m.get("tool_calls") or []}
         )  # fmt: skip
-        ENVIRONMENT["tau"] = runs[0].body["environment"]
         history = [r for r in runs if r.split_key <= 2]
-        return Split(dataset, history, [r for r in runs if r.split_key == 3])
+        probes = [r for r in runs if r.split_key == 3]
+        return Split(dataset, history, probes, tools=tools, environment=runs[0].body["environment"])
     if dataset == "hotpotqa":
         runs = hotpotqa.load()
         if slice_:
@@ -126,8 +128,9 @@ def recall_hits(
     for probe in data.probes:
         started = time.perf_counter()
         answer = api.call("POST", "recall", {
-            "task": probe.task, "tools": TOOLS[data.dataset],
-            "environment": ENVIRONMENT[data.dataset], "k": K, "include_candidates": True,
+            "task": probe.task, "tools": data.tools or TOOLS[data.dataset],
+            "environment": data.environment or ENVIRONMENT[data.dataset], "k": K,
+            "include_candidates": True,
             "include_warnings": False,
         })  # fmt: skip
         latencies.append((time.perf_counter() - started) * 1000)
@@ -228,8 +231,6 @@ def main(argv: list[str] | None = None) -> dict:
         if not args.tau or not args.tau.is_file():
             parser.error("--dataset tau needs --tau FILE (sierra-research/tau-bench's "
                          "historical_trajectories/gpt-4o-airline.json, say)")  # fmt: skip
-        global TAU_FILE
-        TAU_FILE = args.tau
     datasets = ["hotpotqa", "webshop"] if args.dataset == "both" else [args.dataset]
     with tempfile.TemporaryDirectory(prefix="hindsight-quality-") as tmp:
         data_dir = args.keep or Path(tmp) / "data"
@@ -242,7 +243,9 @@ def main(argv: list[str] | None = None) -> dict:
         projects = []
         try:
             for name in datasets:
-                result[name], project = evaluate(site, base, split(name, args.slice), args.misses)
+                result[name], project = evaluate(
+                    site, base, split(name, args.slice, args.tau), args.misses
+                )
                 projects.append(project)
             if args.dataset != "tau":  # the gold set labels HotpotQA and WebShop runs
                 result["gold"] = gold_figures(Db(site.data_dir), projects)

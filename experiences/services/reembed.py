@@ -8,7 +8,7 @@ from django.db.models import Q
 
 from experiences.embeddings import embed_in_batches, get_embedder
 from experiences.models import Experience, ExperienceSource
-from traces.models import Step, Trace
+from traces.models import Trace
 from traces.review.scene import scene_request
 from traces.review.service import step_view
 
@@ -95,13 +95,10 @@ def experiences_reembed(
 
 
 def _request_of(trace: Trace) -> str:
-    """The trace's informative request, reading its steps only up to the first tool call."""
-    steps = []
-    for step in trace.steps.order_by("index").iterator(chunk_size=20):
-        steps.append(step_view(step))
-        if step.kind == Step.Kind.TOOL_CALL:
-            break
-    return scene_request(trace.task, steps)
+    """The trace's informative request; its steps are read lazily, and scene_request stops at
+    the first tool call."""
+    steps = trace.steps.order_by("index").iterator(chunk_size=20)
+    return scene_request(trace.task, (step_view(step) for step in steps))
 
 
 def experiences_requests_fill(*, on_progress: Callable[[int], None] | None = None) -> int:
