@@ -1,8 +1,9 @@
 """The house's layers, from the bottom: `core` (errors, HTTP request types, pagination, input
-checks, task publishing), `traces` (projects, access, trajectories, review), `experiences`
-(distillation, recall, curation), and `hindsight_site` on top (settings, the pipeline that wires
-review to distillation, URLs, the launcher). A module may import its own layer and the ones
-below it, never one above: this test reads every import (also those inside functions)."""
+checks, task publishing, COPY writes), `traces` (projects, access, trajectories, review),
+`experiences` (distillation, recall, curation), and `hindsight_site` on top (settings, the
+pipeline that wires review to distillation, URLs, the launcher). A module may import its own
+layer and the ones below it, never one above: this test reads every import (also those inside
+functions)."""
 
 import ast
 from pathlib import Path

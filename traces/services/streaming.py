@@ -14,10 +14,11 @@ from core.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
 from traces.models import ApiKey, Project, Step, Trace
 from traces.schemas import StepsAppendIn, TraceCompleteIn, TraceOpenIn
 from traces.services.audit import audit_event
+from traces.services.digests import content_digest, digest_matches
 from traces.services.ingest import (
     IngestResult,
-    content_hash,
     step_build,
+    step_hash,
     trace_build,
     trace_count_steps,
     trace_set_timing,
@@ -28,7 +29,8 @@ from traces.services.review_queue import review_enqueue
 def trace_open(
     *, project: Project, payload: TraceOpenIn, api_key: ApiKey | None = None
 ) -> IngestResult:
-    digest = content_hash({"open": payload.model_dump(mode="json")})
+    opening = {"open": payload.model_dump(mode="json")}
+    digest = content_digest(opening)
     existing = Trace.objects.filter(project=project, external_id=payload.external_id).first()
     if existing is None:
         trace = trace_build(project=project, payload=payload, digest=digest)
@@ -50,7 +52,9 @@ def trace_open(
             ).first()
             if existing is None:
                 raise
-    if existing.content_hash != digest:
+    if not digest_matches(
+        existing.content_hash, digest, lambda: content_digest(opening, legacy=True)
+    ):
         raise Conflict(
             f"a trace with external_id '{payload.external_id}' already exists "
             "with different content"
@@ -80,7 +84,11 @@ def trace_append_steps(*, project: Project, trace_id: int, payload: StepsAppendI
         for step_in in sorted(payload.steps, key=lambda s: s.index):
             step = step_build(trace=trace, step=step_in)
             if step_in.index in existing:
-                if existing[step_in.index] != step.content_hash:
+                if not digest_matches(
+                    existing[step_in.index],
+                    step.content_hash,
+                    partial(step_hash, step_in, legacy=True),
+                ):
                     raise Conflict(
                         f"step {step_in.index} is already recorded with different content"
                     )
