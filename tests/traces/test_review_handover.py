@@ -51,6 +51,35 @@ def test_ingest_succeeds_with_redis_stopped_and_beat_enqueues_later(
     assert _queued_messages() == 1
 
 
+def _connections_received() -> int:
+    return redis_lib.from_url(settings.REDIS_URL).info("stats")["total_connections_received"]
+
+
+def test_publishing_keeps_its_broker_connection_between_requests(api, empty_queue):
+    api.post("traces", trajectory("first"))
+    before = _connections_received()
+    for n in range(5):
+        assert api.post("traces", trajectory(f"run-{n}")).json()["review_status"] == "queued"
+
+    assert _connections_received() - before <= 1  # the counting client's own connection
+    assert _queued_messages() == 6
+
+
+def test_a_restarted_redis_is_published_to_at_once_on_a_new_connection(
+    api, empty_queue, redis_control
+):
+    api.post("traces", trajectory("before"))  # the kept connection is made
+    redis_control.stop()
+    redis_control.start()
+    waiting = _queued_messages()
+    began = time.monotonic()
+    response = api.post("traces", trajectory("after"))
+
+    assert response.json()["review_status"] == "queued"  # not left to the sweep
+    assert time.monotonic() - began < 1
+    assert _queued_messages() == waiting + 1
+
+
 def test_sweep_skips_fresh_pending_traces(api, empty_queue, redis_control):
     redis_control.stop()
     api.post("traces", trajectory())
