@@ -1,10 +1,13 @@
 """Recall and warnings over HTTP at a 100k-experience library, and the MCP proxy's added latency.
 
 .venv/bin/python bench/recall.py [--experiences 100000] [--queries 300] [--data-dir DIR]
+                                [--per-centre 333 | --centres N]
 
 Starts the real site (`hindsight run --no-beat`: gunicorn, a worker, embedded PostgreSQL +
 pgvector and Redis) on a fresh data dir, seeds the demo project in process: 100k experiences
-whose vectors cluster around real all-MiniLM-L6-v2 embeddings of ~300 task/advice texts, with
+whose vectors cluster around real all-MiniLM-L6-v2 embeddings of task/advice texts (one per
+333 experiences: 300 at 100k, 3,000 at 1M, as a larger library holds more distinct tasks rather
+than more copies of the same ones; `--centres 300` keeps 300 at any size), with
 realistic tools, statuses, scopes (80 % global) and ages (0–365 days), tasks naming services,
 hosts and error codes with a long-tail frequency (what the keyword ranking reads; each query
 names one too), plus 5,000 failure patterns; the HNSW index is built after the load.
@@ -57,7 +60,7 @@ def texts(rng: random.Random, count: int) -> list[str]:
     ]
 
 
-def seed(data_dir: Path, *, experiences: int, patterns: int) -> None:
+def seed(data_dir: Path, *, experiences: int, patterns: int, centres: int) -> None:
     os.environ["HINDSIGHT_DATA_DIR"] = str(data_dir)
     from hindsight_site.bootstrap import setup_django
 
@@ -74,7 +77,7 @@ def seed(data_dir: Path, *, experiences: int, patterns: int) -> None:
     if Experience.objects.filter(project=project).exists():
         print("kept data dir: already seeded", flush=True)
         return
-    centers = unit(np.array(get_embedder().embed(texts(rng, 300))))
+    centers = unit(np.array(get_embedder().embed(texts(rng, centres))))
     generator = np.random.default_rng(11)
     which = generator.integers(0, len(centers), size=experiences)
 
@@ -233,9 +236,17 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=8, help="agents at once, last series")
     parser.add_argument("--data-dir", type=Path, help="keep and reuse this data dir")
     parser.add_argument(
+        "--per-centre",
+        type=int,
+        default=333,
+        help="experiences per cluster centre (a real text's embedding)",
+    )
+    parser.add_argument("--centres", type=int, help="cluster centres, whatever the size")
+    parser.add_argument(
         "--web-workers", type=int, default=3, help="gunicorn sync workers (the site's default 3)"
     )
     args = parser.parse_args()
+    centres = args.centres or max(1, round(args.experiences / args.per_centre))
     rng = random.Random(5)
     # The rate limit stays on (one Redis round trip per request, as in production), high enough
     # that no series is refused.
@@ -249,9 +260,11 @@ def main() -> int:
             base = f"http://127.0.0.1:{site.port}/api/v1"
             print(f"setup: {os.cpu_count()} cores, gunicorn {args.web_workers} sync workers, "
                   f"local MiniLM query "
-                  f"embedding, {args.experiences} experiences, {args.patterns} failure patterns, "
+                  f"embedding, {args.experiences} experiences around {centres} centres, "
+                  f"{args.patterns} failure patterns, "
                   f"{args.queries} sequential requests per series", flush=True)  # fmt: skip
-            seed(site.data_dir, experiences=args.experiences, patterns=args.patterns)
+            seed(site.data_dir, experiences=args.experiences, patterns=args.patterns,
+                 centres=centres)  # fmt: skip
             site.pause_worker()  # nothing to review: keep the cores for the measured path
 
             def recall_body(with_filters: bool) -> dict:
@@ -321,7 +334,7 @@ def main() -> int:
         finally:
             site.stop()
     figures = {
-        "experiences": args.experiences,
+        "experiences": args.experiences, "centres": centres,
         "recall_p50_ms": plain["p50_ms"], "recall_p95_ms": plain["p95_ms"],
         "recall_cold_p50_ms": cold["p50_ms"], "recall_cold_p95_ms": cold["p95_ms"],
         "recall_fewer_than_k": plain["fewer_than_k"] + filtered["fewer_than_k"],
