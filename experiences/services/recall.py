@@ -221,11 +221,16 @@ def candidates_sql(
     if keywords is None:
         return vector_part, [vector, *params, limit]
     words, identifiers = keywords
+    # The rows holding the query's words come from the search index alone, and the pre-filter
+    # is applied to them one by one (OFFSET 0 keeps the planner from merging the two): given
+    # both, PostgreSQL would AND the few word matches with a bitmap of every row that passes
+    # the filter (a tool filter: 420k rows, 120 ms at 1M experiences).
     keyword_part = (
         f"(SELECT {columns}, embedding <=> %s::halfvec AS distance, best.keyword, "
         f"'keyword' AS ranking FROM (SELECT id AS best_id, {_KEYWORD_SCORE} AS keyword "
-        f"FROM experiences_experience, keyword_query WHERE {condition} "
-        f"AND search @@ keyword_query.q ORDER BY keyword DESC, id LIMIT %s) best "
+        f"FROM (SELECT e.* FROM experiences_experience e, keyword_query "
+        f"WHERE e.search @@ keyword_query.q OFFSET 0) matched WHERE {condition} "
+        f"ORDER BY keyword DESC, id LIMIT %s) best "
         f"JOIN experiences_experience ON id = best.best_id)"
     )
     sql = f"WITH {_KEYWORD_QUERY} {vector_part} UNION ALL {keyword_part}"

@@ -73,3 +73,50 @@ def test_a_word_that_alone_exceeds_the_row_budget_is_not_read(recall_api, projec
     by_keyword = [i for i in budgeted if i["score_parts"]["keyword_rank"] > 0]
     assert [i["experience_id"] for i in by_keyword] == [wanted.pk]
     assert budgeted[0]["experience_id"] == wanted.pk
+
+
+def test_the_word_matches_are_never_anded_with_a_bitmap_of_the_filter(project):
+    """Given a tool filter, PostgreSQL could AND the few rows holding the query's words with a
+    bitmap of every row holding one of the tools (420k rows at 1M experiences: 120 ms). The
+    keyword part reads the word matches from the search index alone and filters them row by
+    row: with plain and HNSW index scans priced out (bitmaps only), no bitmap is ANDed."""
+    from experiences.embeddings import get_embedder
+    from experiences.services.recall import (
+        RecallQuery,
+        _query_text,
+        _query_vector,
+        candidates_sql,
+        query_keywords,
+    )
+
+    template = refund_experience(project, "QX00RB", "noah-k-0000")
+    tools = ["docker_logs", "docker_ps", "kubectl", "curl", "helm", "psql"]
+    rows = []
+    cities = ["Oslo", "Lima", "Pune", "Kyiv", "Perth", "Quito", "Dakar", "Hanoi", "Cusco", "Turin"]
+    for n in range(1, 3000):  # words of every frequency, as in a real library's statistics
+        summary = REFUND.format(code=f"QX{n:04d}RB", user=f"noah-k-{n:04d}")
+        summary += f", flown to {cities[n % 10]} in week {n % 52}"
+        rows.append(Experience(
+            project=project, task=summary, summary=summary, advice=template.advice,
+            keywords=keywords_of([summary]), polarity="success", status="approved", source="llm",
+            tools=[tools[n % 6], tools[(n + 1) % 6]], embedding=template.embedding,
+            embedding_model=template.embedding_model,
+        ))  # fmt: skip
+    Experience.objects.bulk_create(rows)
+    analyze()
+    query = RecallQuery(task="refund reservation QX0006RB", tools=["docker_logs", "kubectl"])
+    vector = _query_vector(_query_text(query), get_embedder().model_name)
+    sql, params = candidates_sql(
+        project=project, query=query, vector=vector, keywords=query_keywords(query)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL enable_indexscan = off")  # bitmaps only, HNSW left out
+        cursor.execute(f"EXPLAIN {sql}", params)
+        plan = "\n".join(line for (line,) in cursor.fetchall())
+        cursor.execute(sql, params)
+        found = cursor.fetchall()
+
+    assert "experiences_exp_search_gin" in plan
+    assert "BitmapAnd" not in plan, plan
+    assert any(row[-1] == "keyword" for row in found)
