@@ -4,8 +4,16 @@ rows it reads stay within HINDSIGHT_RECALL_KEYWORD_ROWS however common a query's
 import pytest
 from django.db import connection
 
+from experiences.embeddings import get_embedder
 from experiences.models import Experience
 from experiences.scene import keywords_of
+from experiences.services.recall import (
+    RecallQuery,
+    _query_text,
+    _query_vector,
+    candidates_sql,
+    query_keywords,
+)
 from tests.experiences.test_recall import make_experience
 
 pytestmark = pytest.mark.django_db
@@ -80,15 +88,6 @@ def test_the_word_matches_are_never_anded_with_a_bitmap_of_the_filter(project):
     bitmap of every row holding one of the tools (420k rows at 1M experiences: 120 ms). The
     keyword part reads the word matches from the search index alone and filters them row by
     row: with plain and HNSW index scans priced out (bitmaps only), no bitmap is ANDed."""
-    from experiences.embeddings import get_embedder
-    from experiences.services.recall import (
-        RecallQuery,
-        _query_text,
-        _query_vector,
-        candidates_sql,
-        query_keywords,
-    )
-
     template = refund_experience(project, "QX00RB", "noah-k-0000")
     tools = ["docker_logs", "docker_ps", "kubectl", "curl", "helm", "psql"]
     rows = []

@@ -365,10 +365,10 @@ def steps_copy(rows) -> None:
 
     def values_of(trace: Trace, values: dict[str, Any]) -> list[Any]:
         values["trace_id"] = trace.pk
-        return [
-            _json_text(value) if is_json else value
-            for attname, is_json, default in plan
-            for value in (values.get(attname, default),)
-        ]
+        row = []
+        for attname, is_json, default in plan:
+            value = values.get(attname, default)
+            row.append(_json_text(value) if is_json else value)
+        return row
 
     rows_copy(Step, fields, (values_of(trace, values) for trace, values in rows))
