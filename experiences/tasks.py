@@ -5,6 +5,7 @@ from django.conf import settings
 
 from experiences.services.dedup import experience_dedup, experience_dedup_enqueue_due
 from experiences.services.kb import kb_rebuild_run
+from experiences.services.keyword_stats import keyword_stats_refresh
 from experiences.services.llm_merge import merge_advice_with_llm
 from experiences.services.recall_log import recall_logs_prune
 
@@ -20,6 +21,12 @@ def dedup_experience(experience_id: int) -> str:
 def dedup_due_experiences() -> int:
     """Beat: send the dedup checks that never ran (their task lost while Redis was down)."""
     return experience_dedup_enqueue_due()
+
+
+@shared_task(name="experiences.refresh_keyword_stats", ignore_result=True)
+def refresh_keyword_stats() -> bool:
+    """Beat: keep recall's keyword frequencies in step with PostgreSQL's statistics."""
+    return keyword_stats_refresh()
 
 
 @shared_task(

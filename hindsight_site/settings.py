@@ -384,6 +384,8 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": HINDSIGHT_SWEEP_INTERVAL_SECONDS,
     },
     "prune-recall-logs": {"task": "experiences.prune_recall_logs", "schedule": 24 * 3600},
+    # Recall's copy of the keyword statistics follows autovacuum's analyses (a catalog read).
+    "refresh-keyword-stats": {"task": "experiences.refresh_keyword_stats", "schedule": 60},
     "compact-tallies": {"task": "traces.compact_tallies", "schedule": 60},
     "drop-old-raw-observations": {
         "task": "traces.drop_old_raw_observations",

@@ -1,9 +1,9 @@
 """Experience: scene features -> advice, with provenance; failure patterns for warnings.
 
-One module per subdomain: `experience` (the experience, its recall time, provenance and
-versions), `patterns` (failure patterns), `recall_log` and `curation` (merges, proposals,
-votes, KB articles). Every model is imported here, where Django and the rest of the code look
-for them (`from experiences.models import Experience`).
+One module per subdomain: `experience` (the experience, its recall time, provenance, versions
+and the library's keyword frequencies), `patterns` (failure patterns), `recall_log` and
+`curation` (merges, proposals, votes, KB articles). Every model is imported here, where Django
+and the rest of the code look for them (`from experiences.models import Experience`).
 """
 
 from experiences.models.curation import ExperienceMerge, ExperienceVote, KbArticle, MergeProposal
@@ -13,6 +13,7 @@ from experiences.models.experience import (
     ExperienceRecall,
     ExperienceSource,
     ExperienceVersion,
+    KeywordFrequency,
     scene_text,
 )
 from experiences.models.patterns import FailurePattern
@@ -28,6 +29,7 @@ __all__ = [
     "ExperienceVote",
     "FailurePattern",
     "KbArticle",
+    "KeywordFrequency",
     "MergeProposal",
     "RecallLog",
     "scene_text",

@@ -1,42 +1,78 @@
 """Fresh statistics for recall's keyword ranking.
 
-Recall leaves out of its keyword query the words PostgreSQL's statistics find in most of the
-library (`pg_stats.most_common_elems` of `experiences_experience.search`). Autovacuum refreshes
-them only after 10 % of the table changed and its next nap; a new library would be ranked
-without them for minutes. So the worker refreshes them itself after distilling, when a tenth of
-the rows (at least 20) changed since the last analyze: a catalog read per review, an ANALYZE of
-one column (sampled, tens of milliseconds) once in a while, one worker at a time.
+Recall weighs its keywords by how common each word is in the library and leaves out the words
+most experiences hold. The frequencies are PostgreSQL's own statistics of
+`experiences_experience.search` (`pg_stats.most_common_elems`), copied into `KeywordFrequency`
+(reading the `pg_stats` view in every recall cost ~2 ms of planning and array parsing).
+
+Autovacuum refreshes the statistics only after 10 % of the table changed and its next nap; a new
+library would be ranked without them for minutes. So the worker refreshes them itself after
+distilling, when a tenth of the rows (at least 20) changed since the last analyze (an ANALYZE of
+one column, sampled, tens of milliseconds), and beat calls the same refresh every minute, so
+the copy also follows autovacuum's analyses and libraries changed by imports or merges: two
+catalog reads each time (up to a thousand words), the copy rewritten only when the statistics
+changed. One worker at a time.
 """
 
 import logging
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, transaction
+from django.utils import timezone
+
+from experiences.models import KeywordFrequency
 
 logger = logging.getLogger(__name__)
 
 _LOCK = 0x68736B77  # pg_try_advisory_lock key: one refresh at a time across workers
 
+# The table's change count and size, as of the last statistics PostgreSQL's backends reported.
+_STATE_SQL = """
+SELECT n_mod_since_analyze, n_live_tup
+FROM pg_stat_user_tables WHERE relid = 'experiences_experience'::regclass
+"""
+
+_STATISTICS = """
+SELECT e.lexeme, e.frequency FROM pg_stats s,
+    unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS e(lexeme, frequency)
+WHERE s.schemaname = current_schema() AND s.tablename = 'experiences_experience'
+  AND s.attname = 'search' AND e.lexeme IS NOT NULL
+"""
+
+
+def keyword_frequencies_sync() -> bool:
+    """Make the copy equal PostgreSQL's current statistics; True when it changed."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_STATISTICS)
+        current = dict(cursor.fetchall())
+        if current == dict(KeywordFrequency.objects.values_list("lexeme", "frequency")):
+            return False
+        KeywordFrequency.objects.all().delete()
+        now = timezone.now()
+        KeywordFrequency.objects.bulk_create(
+            KeywordFrequency(lexeme=lexeme, frequency=frequency, copied_at=now)
+            for lexeme, frequency in current.items()
+        )
+    return True
+
 
 def keyword_stats_refresh(*, force: bool = False) -> bool:
-    """ANALYZE the search column when enough rows changed; True when it ran."""
+    """ANALYZE the search column when enough rows changed (or `force`), then bring the copy in
+    step with the statistics, whoever took them; True when it analyzed."""
     try:
         with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT n_mod_since_analyze, n_live_tup FROM pg_stat_user_tables "
-                "WHERE relname = 'experiences_experience'"
-            )
-            row = cursor.fetchone()
-            changed, live = row if row else (0, 0)
-            if not force and changed < max(20, live // 10):
-                return False
             cursor.execute("SELECT pg_try_advisory_lock(%s)", [_LOCK])
             if not cursor.fetchone()[0]:
                 return False
             try:
-                cursor.execute("ANALYZE experiences_experience (search)")
+                cursor.execute(_STATE_SQL)
+                changed, live = cursor.fetchone() or (0, 0)
+                analyze = force or changed >= max(20, live // 10)
+                if analyze:
+                    cursor.execute("ANALYZE experiences_experience (search)")
+                keyword_frequencies_sync()
             finally:
                 cursor.execute("SELECT pg_advisory_unlock(%s)", [_LOCK])
     except DatabaseError:
         logger.warning("keyword statistics not refreshed", exc_info=True)
         return False
-    return True
+    return analyze

@@ -159,24 +159,19 @@ def _filters(*, project: Project, query: RecallQuery) -> tuple[list[str], list]:
 
 # The keyword query: the query's words (English stems) and identifiers (whole), each weighted by
 # its inverse document frequency from PostgreSQL's own statistics (ANALYZE keeps the most common
-# elements of a tsvector column with their frequencies; a lexeme not among them is taken at
-# half the rarest listed frequency, as PostgreSQL's own estimate does). Lexemes in more than
-# HINDSIGHT_RECALL_COMMON_TERM of the library are left out: words every experience shares
-# ("need", "price") tell no tasks apart. The rows read are those holding the rarest words, as
-# many words as keep the estimated rows within HINDSIGHT_RECALL_KEYWORD_ROWS (a word that alone
-# matches more is no identifier: that part is the vector ranking's); each row read is scored by
-# the sum of the weights of all the words it holds.
+# elements of a tsvector column with their frequencies, copied into KeywordFrequency by
+# keyword_stats_refresh; a lexeme not among them is taken at half the rarest listed frequency,
+# as PostgreSQL's own estimate does). Lexemes in more than HINDSIGHT_RECALL_COMMON_TERM of the
+# library are left out: words every experience shares ("need", "price") tell no tasks apart.
+# The rows read are those holding the rarest words, as many words as keep the estimated rows
+# within HINDSIGHT_RECALL_KEYWORD_ROWS (a word that alone matches more is no identifier: that
+# part is the vector ranking's); each row read is scored by the sum of the weights of all the
+# words it holds.
 _KEYWORD_QUERY = """
-    term_stats AS (
-        SELECT e.elem, e.freq FROM pg_stats s,
-            unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS e(elem, freq)
-        WHERE s.schemaname = current_schema() AND s.tablename = 'experiences_experience'
-          AND s.attname = 'search' AND e.elem IS NOT NULL
-    ),
     keyword_terms AS (
         SELECT t.lexeme, quote_literal(t.lexeme)::tsquery AS q, greatest(coalesce(
-            (SELECT freq FROM term_stats WHERE elem = t.lexeme),
-            (SELECT min(freq) / 2 FROM term_stats), 0.01), 0.0001) AS freq
+            (SELECT frequency FROM experiences_keywordfrequency WHERE lexeme = t.lexeme),
+            (SELECT min(frequency) / 2 FROM experiences_keywordfrequency), 0.01), 0.0001) AS freq
         FROM unnest(to_tsvector('english', %s) || to_tsvector('simple', %s)) AS t
     ),
     kept_terms AS (

@@ -7,6 +7,7 @@ from django.db import connection
 from experiences.embeddings import get_embedder
 from experiences.models import Experience
 from experiences.scene import keywords_of
+from experiences.services.keyword_stats import keyword_stats_refresh
 from experiences.services.recall import (
     RecallQuery,
     _query_text,
@@ -32,8 +33,7 @@ def refund_experience(project, code: str, user: str) -> Experience:
 
 
 def analyze() -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE experiences_experience")
+    assert keyword_stats_refresh(force=True)
 
 
 def item_of(response, experience: Experience) -> dict:
