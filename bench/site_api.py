@@ -75,9 +75,9 @@ class Db:
             (busy,) = self.rows(
                 "SELECT (SELECT count(*) FROM traces_trace WHERE project_id = %s AND "
                 "review_status IN ('pending', 'queued', 'reviewing')) + (SELECT count(*) FROM "
-                "experiences_experience WHERE project_id = %s AND merged_into_id IS NULL AND "
-                "embedding IS NOT NULL AND status NOT IN ('archived', 'rejected') AND "
-                "dedup_checked_version < version)",
+                "experiences_experience e JOIN experiences_experiencededupdue d ON d.experience_id "
+                "= e.id WHERE project_id = %s AND merged_into_id IS NULL AND embedding IS NOT "
+                "NULL AND status NOT IN ('archived', 'rejected'))",
                 project,
                 project,
             )[0]

@@ -79,7 +79,7 @@ def rederive_trace(trace_id: int) -> int:
 def dedup_on_commit(experience_ids: list[int]) -> None:
     """Compare new or changed experiences with the library once they are committed.
 
-    If the broker is down nothing is lost: their check stays due (`dedup_checked_version`) and
+    If the broker is down nothing is lost: their check stays due (`ExperienceDedupDue`) and
     beat's sweep sends it once Redis is back.
     """
     tasks_publish_on_commit(DEDUP_TASK, [(experience_id,) for experience_id in experience_ids])

@@ -10,6 +10,7 @@ from experiences.models.curation import ExperienceMerge, ExperienceVote, KbArtic
 from experiences.models.experience import (
     EMBEDDING_DIM,
     Experience,
+    ExperienceDedupDue,
     ExperienceRecall,
     ExperienceSource,
     ExperienceVersion,
@@ -22,6 +23,7 @@ from experiences.models.recall_log import RecallLog
 __all__ = [
     "EMBEDDING_DIM",
     "Experience",
+    "ExperienceDedupDue",
     "ExperienceMerge",
     "ExperienceRecall",
     "ExperienceSource",

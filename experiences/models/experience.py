@@ -98,11 +98,8 @@ class Experience(models.Model):
     # library of 1M experiences stays in memory; the cosine error is ~1e-4 (test_embeddings).
     embedding = HalfVectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True)
+    # Bumped by every change of wording: each version is due for a dedup check (ExperienceDedupDue).
     version = models.PositiveIntegerField(default=1)
-    # The `version` the last dedup check compared with the library (0: never). Every change of
-    # wording bumps `version`, so a lower value means a check is due; beat re-sends the ones whose
-    # task was lost (experiences.services.dedup.experience_dedup_enqueue_due).
-    dedup_checked_version = models.PositiveIntegerField(default=0)
     # Set when this experience was merged into another (reversible: see ExperienceMerge).
     merged_into = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="absorbed"
@@ -141,13 +138,6 @@ class Experience(models.Model):
             GinIndex(fields=["search"], name="experiences_exp_search_gin", fastupdate=False),
             # Distillation's contrast: the other runs of the same task in a project.
             models.Index(fields=["project", "task_key"], name="experiences_exp_task_key"),
-            # The dedup sweep: unmerged experiences whose wording was never checked, oldest first.
-            models.Index(
-                fields=["updated_at"],
-                condition=Q(merged_into__isnull=True)
-                & Q(dedup_checked_version__lt=models.F("version")),
-                name="experiences_exp_dedup_due",
-            ),
             # Dedup's scene peers (same project, polarity and exact scope): for a rare scope the
             # planner otherwise scans the whole table (94 ms at 100k rows, now ~2 ms).
             models.Index(
@@ -202,6 +192,28 @@ class ExperienceRecall(models.Model):
 
     def __str__(self) -> str:
         return f"experience {self.experience_id} recalled {self.last_recalled_at:%Y-%m-%d %H:%M}"
+
+
+class ExperienceDedupDue(models.Model):
+    """An experience whose current wording was never compared with the library (dedup): one row
+    while its check is due. Written by database triggers (migration 0015) when an unmerged
+    experience is inserted or its `version` changes, so every path that writes a wording, bulk
+    writes included, leaves a check due; deleted by the check. Beat re-sends the checks whose
+    task was lost (`experience_dedup_enqueue_due`). Apart from the experience row, which carries
+    the vector: marking a check done deletes this narrow row; rewriting the wide one added an
+    entry to the HNSW index at every check."""
+
+    experience = models.OneToOneField(
+        Experience, primary_key=True, on_delete=models.CASCADE, related_name="dedup_due"
+    )
+    version = models.PositiveIntegerField()  # the wording due
+    since = models.DateTimeField()  # when it was written
+
+    class Meta:
+        indexes = [models.Index(fields=["since"], name="experiences_dedup_due_since")]
+
+    def __str__(self) -> str:
+        return f"experience {self.experience_id} v{self.version} due since {self.since:%H:%M}"
 
 
 class KeywordFrequency(models.Model):

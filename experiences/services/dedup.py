@@ -5,25 +5,27 @@ and scope; through the HNSW index, never a scan). At or above the auto threshold
 into the older one (experiences/services/merging.py); between the proposal and auto thresholds
 an admin gets a merge proposal.
 
-Every check records the `version` it compared (`dedup_checked_version`); any change of wording
-bumps `version`, so an experience whose check never ran (its task lost while Redis was down, an
-edit, a merge that changed the survivor's wording) is found by `experience_dedup_enqueue_due`,
+A check is due from the moment an experience is written or its wording changes (`version`): the
+database records it (`ExperienceDedupDue`, by trigger) and the check deletes the record of the
+version it compared, so an experience whose check never ran (its task lost while Redis was down,
+an edit, a merge that changed the survivor's wording) is found by `experience_dedup_enqueue_due`,
 which beat runs. An undo is a person's decision: it leaves both experiences checked, and the
 pair is only ever proposed again, never merged automatically.
 """
 
 import logging
+from collections.abc import Iterable
 from datetime import timedelta
 from functools import partial
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from core.errors import Conflict
-from experiences.models import Experience, ExperienceMerge, MergeProposal
+from experiences.models import Experience, ExperienceDedupDue, ExperienceMerge, MergeProposal
 from experiences.scene import substance_overlap
 from experiences.services.merging import experience_merge
 
@@ -71,11 +73,12 @@ def experience_dedup(*, experience_id: int, merge_advice=None) -> str:
                 pk=experience_id, merged_into__isnull=True, embedding__isnull=False
             )
             .exclude(status__in=INACTIVE)
+            .annotate(due=Exists(ExperienceDedupDue.objects.filter(experience=OuterRef("pk"))))
             .first()
         )
         if experience is None:
             return "skipped"
-        if experience.dedup_checked_version >= experience.version:
+        if not experience.due:
             return "already checked"
         outcome = _dedup_once(experience, merge_advice)
         if outcome != "contended":
@@ -97,12 +100,26 @@ def _merge_was_undone(first: Experience, second: Experience) -> bool:
     ).exists()
 
 
+def dedup_due_mark(experiences: Iterable[Experience]) -> None:
+    """Make a check due for these experiences' current wording (for a change the version does
+    not show: a new vector). Merged ones are skipped."""
+    now = timezone.now()
+    ExperienceDedupDue.objects.bulk_create(
+        [
+            ExperienceDedupDue(experience_id=e.pk, version=e.version, since=now)
+            for e in experiences
+            if e.merged_into_id is None
+        ],
+        update_conflicts=True,
+        unique_fields=["experience"],
+        update_fields=["version", "since"],
+    )
+
+
 def _mark_checked(experience: Experience) -> None:
     # Only the wording this check read: an edit committed meanwhile bumped `version` and stays due.
     # (When the check merged into this row, its version moved on too: the merged wording is due.)
-    Experience.objects.filter(pk=experience.pk, version=experience.version).update(
-        dedup_checked_version=experience.version
-    )
+    ExperienceDedupDue.objects.filter(experience=experience, version=experience.version).delete()
 
 
 def _dedup_once(experience: Experience, merge_advice) -> str:
@@ -153,21 +170,24 @@ def _dedup_once(experience: Experience, merge_advice) -> str:
 # ---------------------------------------------------------------------------- the beat sweep
 
 
+def dedup_due_checks(*, before):
+    """The checks due for wordings written before `before`, oldest first (the `since` index)."""
+    return (
+        ExperienceDedupDue.objects.filter(
+            since__lt=before,
+            experience__merged_into__isnull=True,
+            experience__embedding__isnull=False,
+        )
+        .exclude(experience__status__in=INACTIVE)
+        .order_by("since")
+    )
+
+
 def experiences_due_for_dedup(*, limit: int) -> list[int]:
     """Experiences whose current wording was never checked, changed more than the grace period
     ago (a check sent on commit normally runs well within it), oldest first."""
     before = timezone.now() - timedelta(seconds=settings.HINDSIGHT_DEDUP_SWEEP_GRACE_SECONDS)
-    return list(
-        Experience.objects.filter(  # the partial index experiences_exp_dedup_due
-            merged_into__isnull=True,
-            dedup_checked_version__lt=F("version"),
-            updated_at__lt=before,
-            embedding__isnull=False,
-        )
-        .exclude(status__in=INACTIVE)
-        .order_by("updated_at")
-        .values_list("pk", flat=True)[:limit]
-    )
+    return list(dedup_due_checks(before=before).values_list("experience_id", flat=True)[:limit])
 
 
 def experience_dedup_enqueue_due(*, limit: int | None = None) -> int:

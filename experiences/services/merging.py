@@ -15,7 +15,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 from core.errors import Conflict, NotFound
-from experiences.models import Experience, ExperienceMerge, ExperienceSource, MergeProposal
+from experiences.models import (
+    Experience,
+    ExperienceDedupDue,
+    ExperienceMerge,
+    ExperienceSource,
+    MergeProposal,
+)
 from experiences.services.versions import version_record
 from traces.services.audit import audit_event
 
@@ -136,6 +142,7 @@ def experience_merge(
         survivor.save()
         absorbed.merged_into = survivor
         absorbed.save(update_fields=["merged_into", "updated_at"])
+        ExperienceDedupDue.objects.filter(experience=absorbed).delete()  # merged: nothing to check
 
         survivor_traces = set(survivor.sources.values_list("trace_id", flat=True))
         movable = list(
@@ -215,11 +222,10 @@ def experience_merge_undo(*, merge_id: int, user: User | None = None) -> Experie
         _restore(absorbed, merge.before["absorbed"])
         absorbed.merged_into = None
         survivor.version = merge.before["survivor"]["version"] + 2  # a new version: the undo
-        # Both wordings were checked before the merge; a new check would merge them again.
-        survivor.dedup_checked_version = survivor.version
-        absorbed.dedup_checked_version = absorbed.version
         survivor.save()
         absorbed.save()
+        # Both wordings were checked before the merge; a new check would merge them again.
+        ExperienceDedupDue.objects.filter(experience__in=[survivor, absorbed]).delete()
         ExperienceSource.objects.filter(pk__in=merge.before["moved_sources"]).update(
             experience=absorbed
         )

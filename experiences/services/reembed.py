@@ -8,6 +8,7 @@ from django.db.models import Q
 
 from experiences.embeddings import embed_in_batches, get_embedder
 from experiences.models import Experience, ExperienceSource
+from experiences.services.dedup import dedup_due_mark
 from traces.models import Trace
 from traces.review.scene import scene_request
 from traces.review.service import step_view
@@ -77,17 +78,16 @@ def experiences_reembed(
     for start in range(0, len(ids), batch):
         rows = list(
             Experience.objects.filter(pk__in=ids[start : start + batch]).only(
-                "pk", "task", "summary", "request", "intent"
+                "pk", "task", "summary", "request", "intent", "version", "merged_into_id"
             )
         )
         vectors = embed_in_batches([e.scene_text for e in rows])
         for experience, vector in zip(rows, vectors, strict=True):
             experience.embedding = vector
             experience.embedding_model = model
-            experience.dedup_checked_version = 0
-        Experience.objects.bulk_update(
-            rows, ["embedding", "embedding_model", "dedup_checked_version"]
-        )
+        with transaction.atomic():
+            Experience.objects.bulk_update(rows, ["embedding", "embedding_model"])
+            dedup_due_mark(rows)  # a new vector: compare it with the library again
         done += len(rows)
         if on_progress:
             on_progress(len(rows))

@@ -9,29 +9,33 @@ from django.db.models import F
 from django.utils import timezone
 
 from experiences.embeddings import embed_in_batches
-from experiences.models import Experience, ExperienceMerge, MergeProposal
+from experiences.models import Experience, ExperienceDedupDue, ExperienceMerge, MergeProposal
 from experiences.services import curation, dedup
 from experiences.services.dedup import experience_dedup, experiences_due_for_dedup
 from experiences.services.merging import experience_merge_undo
 from experiences.tasks import dedup_due_experiences
 from hindsight_site.pipeline import dedup_on_commit
 from tests.conftest import WorkerProcess, wait_until
-from tests.experiences.test_dedup import make
+from tests.experiences.test_dedup import make, vector
 
 
 def checked(experience: Experience) -> Experience:
     """As if its dedup had run (an experience written before this session's test)."""
-    Experience.objects.filter(pk=experience.pk).update(dedup_checked_version=F("version"))
-    experience.refresh_from_db()
+    ExperienceDedupDue.objects.filter(experience=experience).delete()
     return experience
 
 
 def age(*experiences: Experience, minutes: int = 10) -> None:
-    """Make them older than the sweep's grace period."""
-    for experience in experiences:
-        Experience.objects.filter(pk=experience.pk).update(
-            updated_at=timezone.now() - timedelta(minutes=minutes)
-        )
+    """Make their due checks older than the sweep's grace period."""
+    ExperienceDedupDue.objects.filter(experience__in=experiences).update(
+        since=timezone.now() - timedelta(minutes=minutes)
+    )
+
+
+def due_version(experience: Experience) -> int | None:
+    """The wording of it whose check is due, if any."""
+    row = ExperienceDedupDue.objects.filter(experience=experience).first()
+    return row.version if row else None
 
 
 def due() -> list[int]:
@@ -51,9 +55,48 @@ def test_a_check_records_the_wording_it_compared(project):
 
     assert experience_dedup(experience_id=experience.pk) == "new"
 
-    experience.refresh_from_db()
-    assert experience.dedup_checked_version == experience.version == 1
+    assert due_version(experience) is None
     assert due() == []
+
+
+@pytest.mark.django_db
+def test_a_check_leaves_the_experience_row_and_its_vector_index_alone(project):
+    experience = make(project)
+
+    def row_version() -> int:
+        with connection.cursor() as cursor:  # xmin: the transaction that wrote this row version
+            cursor.execute(
+                "SELECT xmin::text::bigint FROM experiences_experience WHERE id = %s",
+                [experience.pk],
+            )
+            return cursor.fetchone()[0]
+
+    written = row_version()
+    with transaction.atomic():  # a new transaction id for whatever the check writes
+        assert experience_dedup(experience_id=experience.pk) == "new"
+    assert row_version() == written
+    assert due_version(experience) is None
+
+
+@pytest.mark.django_db
+def test_every_write_of_a_wording_makes_its_check_due_however_it_is_written(project):
+    first = checked(make(project))
+    second = checked(make(project, axis=2))
+    (bulk,) = Experience.objects.bulk_create(
+        [Experience(project=project, task="t", advice="a", polarity="success", source="heuristic")]
+    )
+
+    Experience.objects.filter(pk=first.pk).update(version=F("version") + 1)  # a bulk update
+    Experience.objects.filter(pk=second.pk).update(upvotes=F("upvotes") + 1)  # not a wording
+    merged = checked(make(project, axis=4))
+    Experience.objects.filter(pk=merged.pk).update(
+        merged_into=first, version=F("version") + 1
+    )  # merged away: nothing to check
+
+    assert due_version(bulk) == 1
+    assert due_version(first) == 2
+    assert due_version(second) is None
+    assert due_version(merged) is None
 
 
 @pytest.mark.django_db
@@ -82,7 +125,7 @@ def test_a_check_never_covers_a_wording_changed_while_it_ran(project, monkeypatc
     assert experience_dedup(experience_id=experience.pk) == "new"
 
     experience.refresh_from_db()
-    assert (experience.version, experience.dedup_checked_version) == (2, 0)
+    assert (experience.version, due_version(experience)) == (2, 2)
 
 
 @pytest.mark.django_db
@@ -95,8 +138,8 @@ def test_a_merge_leaves_the_survivors_new_wording_due(project):
     new.refresh_from_db()
     age(old, new)
 
-    assert (old.version, old.dedup_checked_version) == (2, 1)
-    assert new.dedup_checked_version == new.version  # checked, and merged away
+    assert (old.version, due_version(old)) == (2, 2)
+    assert due_version(new) is None  # checked, and merged away
     assert due() == [old.pk]
     assert experience_dedup(experience_id=old.pk) == "new"
     assert due() == []
@@ -145,24 +188,26 @@ def test_the_sweep_takes_due_experiences_after_the_grace_period_oldest_first(pro
 
 
 @pytest.mark.django_db
-def test_the_sweep_query_is_served_by_its_partial_index(project):
-    age(make(project))
-    query = (
-        Experience.objects.filter(
-            merged_into__isnull=True,
-            dedup_checked_version__lt=F("version"),
-            updated_at__lt=timezone.now(),
-        )
-        .order_by("updated_at")
-        .values_list("pk", flat=True)[:10]
-    )
+def test_the_sweep_reads_the_due_checks_not_the_library(project):
+    library = Experience.objects.bulk_create(
+        Experience(project=project, task=f"t{n}", advice="a", polarity="success",
+                   source="heuristic", embedding=vector(1.0, 1 + n % 8))
+        for n in range(3000)
+    )  # fmt: skip
+    ExperienceDedupDue.objects.exclude(experience=library[-1]).delete()  # checked long ago
+    age(library[-1])
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE experiences_experience")
+        cursor.execute("ANALYZE experiences_experiencededupdue")
+    query = dedup.dedup_due_checks(before=timezone.now()).values_list("experience_id")[:10]
     sql, params = query.query.sql_with_params()
     with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_seqscan = off")  # a tiny table would be scanned anyway
         cursor.execute(f"EXPLAIN {sql}", params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
 
-    assert "experiences_exp_dedup_due" in plan, plan
+    assert "Seq Scan on experiences_experience " not in plan, plan
+    assert "experiences_experience_pkey" in plan, plan  # each due one looked up by its id
+    assert experiences_due_for_dedup(limit=10) == [library[-1].pk]
 
 
 # ---------------------------------------------------------------------------- real Redis and worker
@@ -210,7 +255,7 @@ def test_an_edit_made_while_redis_was_down_is_checked_by_the_sweep(
     )
 
     other.refresh_from_db()
-    assert other.merged_into_id is None and other.dedup_checked_version < other.version
+    assert other.merged_into_id is None and due_version(other) == other.version
     redis_control.start()
     worker = WorkerProcess(tmp_path / "worker.log")
     try:

@@ -9,7 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 
 from experiences.embeddings import LocalMiniLM, OpenAIEmbedder, get_embedder
-from experiences.models import Experience
+from experiences.models import Experience, ExperienceDedupDue
 from experiences.services.reembed import (
     embedding_column_dimensions,
     embedding_column_resize,
@@ -128,10 +128,11 @@ def _experience(project, **fields) -> Experience:
         "source": "heuristic",
         "embedding": fake_vector("old", 384),
         "embedding_model": "all-MiniLM-L6-v2",
-        "dedup_checked_version": 1,  # compared with the library already
     }
     values.update(fields)
-    return Experience.objects.create(**values)
+    experience = Experience.objects.create(**values)
+    experience.dedup_due.delete()  # compared with the library already
+    return experience
 
 
 @pytest.mark.django_db
@@ -150,7 +151,8 @@ def test_reembed_updates_only_vectors_of_another_model(project, openai_embedding
     assert np.allclose(stale.embedding, fake_vector("web restarts", 384), atol=5e-4)
     assert np.allclose(current.embedding, fake_vector("old", 384), atol=5e-4)
     # the re-embedded one is compared with the library again (by beat's sweep); the other is not
-    assert stale.dedup_checked_version == 0 and current.dedup_checked_version == current.version
+    assert ExperienceDedupDue.objects.filter(experience=stale, version=stale.version).exists()
+    assert not ExperienceDedupDue.objects.filter(experience=current).exists()
 
 
 @pytest.mark.django_db

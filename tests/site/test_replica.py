@@ -254,11 +254,11 @@ def test_recall_reads_the_replica_and_logs_on_the_primary(site):
         assert second not in _ids(answer)
         assert not site.replica_sql("SELECT 1 FROM experiences_experience WHERE id = %s", (second,))
         # The site's one connection to the replica ran recall's candidate query last (its
-        # text starts with the keyword statistics; pg_stat_activity keeps the first 1 kB).
+        # text starts with the keyword terms; pg_stat_activity keeps the first 1 kB).
         ((on_replica,),) = site.replica_sql(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
             "AND pid <> pg_backend_pid() AND query LIKE %s",
-            ("WITH%term_stats AS%",),
+            ("WITH%keyword_terms AS%",),
         )
         assert on_replica == 1
         # The recall log was written to the primary (the replica has not even replayed it).
