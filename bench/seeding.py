@@ -138,7 +138,7 @@ def bulk_load(rows, *, batch: int = 2000, rebuild_index: bool = True) -> dict:
     from django.db import connection
 
     from experiences.models import Experience
-    from experiences.services.keyword_stats import keyword_stats_refresh
+    from experiences.services.keyword_stats import keyword_frequencies_sync
     from experiences.services.reembed import HNSW_INDEX, hnsw_index_build
 
     began = time.perf_counter()
@@ -159,7 +159,7 @@ def bulk_load(rows, *, batch: int = 2000, rebuild_index: bool = True) -> dict:
         figures["index_build_notices"] = notices
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE experiences_experience")
-        keyword_stats_refresh()  # copies the statistics the ANALYZE took, for recall
+        keyword_frequencies_sync()  # recall's copy of the statistics the ANALYZE took
     with connection.cursor() as cursor:
         # A running site wrote its library long ago: the load's gigabytes of dirty pages are
         # flushed now, not by the checkpointer during the timed series (p99 spikes at 1M).

@@ -220,7 +220,7 @@ class KeywordFrequency(models.Model):
     """How common a word of the library's search text is (the share of experiences holding it):
     a copy of PostgreSQL's statistics on `Experience.search` (`pg_stats.most_common_elems`),
     kept in step by `keyword_stats_refresh`. Recall weighs its keywords by these; a
-    plain table keyed by the word costs a recall ~2 ms less than reading the `pg_stats` view."""
+    plain table keyed by the word costs a recall ~1 ms less than reading the `pg_stats` view."""
 
     lexeme = models.TextField(primary_key=True)
     frequency = models.FloatField()

@@ -3,7 +3,7 @@
 Recall weighs its keywords by how common each word is in the library and leaves out the words
 most experiences hold. The frequencies are PostgreSQL's own statistics of
 `experiences_experience.search` (`pg_stats.most_common_elems`), copied into `KeywordFrequency`
-(reading the `pg_stats` view in every recall cost ~2 ms of planning and array parsing).
+(reading the `pg_stats` view in every recall cost ~1 ms of planning and array parsing).
 
 Autovacuum refreshes the statistics only after 10 % of the table changed and its next nap; a new
 library would be ranked without them for minutes. So the worker refreshes them itself after
