@@ -1,7 +1,8 @@
 """What the memory learns from real agent runs, against plain search over the raw tasks.
 
-    .venv/bin/python bench/quality.py [--dataset hotpotqa|webshop|both] [--slice N] [--keep DIR]
-                                      [--misses]
+    .venv/bin/python bench/quality.py [--dataset hotpotqa|webshop|both|tau|all] [--tau FILE]
+                                      [--slice N] [--keep DIR] [--misses] [--without-declarations]
+                                      [--answers DIR]
 
 Public runs by others (../shared/datasets, converted by bench/datasets) go through the product
 as a user's would: a fresh site (`hindsight run` on a temp data dir, offline reviewer and local
@@ -18,6 +19,20 @@ An item of the project's answer is relevant when one of its source trajectories 
 in the same run over the same history: TF-IDF over the raw task texts, and the project's own
 embedding model over the raw task texts (each ranks the history runs).
 
+What the served items say (bench/lesson_quality.py, each dataset's own gold): lessons that forbid
+a read-only call, consequences that are JSON keys, items instructing another run's literals,
+state-changing calls the task does not need, wrong writes warned of, the prompt block's length.
+
+Tasks never seen (a family split, in a second project of the same site): HotpotQA and τ-bench
+hold out every fifth question / task whole (all its trials), the history is the rest; relevant
+= the same family by the dataset's gold (HotpotQA: the gold answer's kind, yes/no, a number or
+date, or a name; τ-bench: the set of state-changing gold actions; WebShop's own probes are
+already unseen tasks, relevant by product kind). A project item is relevant when most of its
+source runs are. The first item's tools are judged against the gold too
+(lesson_quality.right_tools_first).
+
+Served items are also matched against the hand-judged experiences (bench/judged.py).
+
 Then the probes are ingested too, and review quality is read from the database: share of
 reviewed runs with an experience (by outcome), label distribution, merge proposals per 100
 experiences, advice problems (greeting scene, cut JSON, bare tool lists), and agreement with
@@ -33,7 +48,7 @@ import re
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +58,8 @@ sys.path.insert(0, str(ROOT))
 from bench.common import Site, free_port  # noqa: E402
 from bench.datasets import Run, hotpotqa, tau, webshop  # noqa: E402
 from bench.gold import LABELS  # noqa: E402
+from bench.judged import judged_figures  # noqa: E402
+from bench.lesson_quality import lesson_figures, right_tools_first  # noqa: E402
 from bench.ranking import Dense, K, TfIdf, ranking_figures  # noqa: E402
 from bench.review_quality import advice_problems, gold_figures, review_figures  # noqa: E402
 from bench.site_api import Api, Db, create_key  # noqa: E402
@@ -67,10 +84,42 @@ class Split:
     environment: list[str] = field(default_factory=list)
 
 
-def split(dataset: str, slice_: int | None, tau_file: Path | None = None) -> Split:
+def family(run: Run) -> str:
+    """The run's task family by the dataset's gold (what a never-seen task is relevant to)."""
+    if run.dataset == "tau":  # the writes the checker expects
+        needed = {a["name"] for a in run.meta.get("gold_actions", [])} & set(run.meta["writes"])
+        return ",".join(sorted(needed)) or "none"
+    if run.dataset == "hotpotqa":
+        answer = run.meta.get("gold_answer", "").strip().lower()
+        if answer in ("yes", "no"):
+            return "yes/no"
+        return "number" if re.search(r"\d", answer) else "name"
+    return run.group
+
+
+def unseen_split(data: Split) -> Split | None:
+    """Every fifth group held out whole: its runs are the probes (one per group and trial 0 for
+    HotpotQA, every trial for τ-bench), the other groups' runs the history. WebShop: None (its
+    probes are unseen tasks already)."""
+    if data.dataset == "webshop":
+        return None
+    runs = data.history + data.probes
+    groups = list(dict.fromkeys(r.group for r in runs))
+    held = {g for i, g in enumerate(groups) if i % 5 == 4}
+    history = [r for r in runs if r.group not in held]
+    probes = [r for r in runs if r.group in held and (data.dataset == "tau" or r.split_key == 0)]
+    if not probes or not history:  # too few tasks to hold any out
+        return None
+    return Split(f"{data.dataset}-unseen", history, probes, tools=data.tools,
+                 environment=data.environment)  # fmt: skip
+
+
+def split(
+    dataset: str, slice_: int | None, tau_file: Path | None = None, declared_tools: bool = True
+) -> Split:
     if dataset == "tau":
         assert tau_file is not None
-        runs = tau.load(tau_file)
+        runs = tau.load(tau_file, declared_tools=declared_tools)
         if slice_:
             keep = list(dict.fromkeys(r.group for r in runs))[:slice_]
             runs = [r for r in runs if r.group in keep]
@@ -105,10 +154,42 @@ def split(dataset: str, slice_: int | None, tau_file: Path | None = None) -> Spl
 # ---------------------------------------------------------------------------- one dataset
 
 
+ANSWERS_DIR: Path | None = None  # --answers: where each split's answers are written
+
+
+def _write_answers(data: Split, answers: list[dict]) -> None:
+    if ANSWERS_DIR is None:
+        return
+    ANSWERS_DIR.mkdir(parents=True, exist_ok=True)
+    with (ANSWERS_DIR / f"{data.dataset}.jsonl").open("w") as out:
+        for probe, answer in zip(data.probes, answers, strict=True):
+            row = {"probe": probe.external_id, "group": probe.group, "family": family(probe),
+                   "task": probe.task, "answer": answer}  # fmt: skip
+            out.write(json.dumps(row) + "\n")
+
+
+def recall_answers(api: Api, data: Split) -> tuple[list[dict], list[float]]:
+    """Every probe's recall answer, as an agent asks it (k 5, its tools, candidates included)."""
+    dataset = data.dataset.removesuffix("-unseen")
+    answers, latencies = [], []
+    for probe in data.probes:
+        started = time.perf_counter()
+        answers.append(api.call("POST", "recall", {
+            "task": probe.task, "tools": data.tools or TOOLS[dataset],
+            "environment": data.environment or ENVIRONMENT[dataset], "k": K,
+            "include_candidates": True,
+            "include_warnings": False,
+        }))  # fmt: skip
+        latencies.append((time.perf_counter() - started) * 1000)
+    _write_answers(data, answers)
+    return answers, latencies
+
+
 def recall_hits(
-    api: Api, db: Db, data: Split, project: int, show_misses: bool = False
-) -> tuple[list[list[bool]], dict]:
-    groups = {r.external_id: r.group for r in data.history}
+    api: Api, db: Db, data: Split, project: int, show_misses: bool = False, by_family=False
+) -> tuple[list[list[bool]], dict, list[dict]]:
+    key = family if by_family else (lambda r: r.group)
+    groups = {r.external_id: key(r) for r in data.history}
     tasks = {r.external_id: r.task for r in data.history}
     outcomes = {r.external_id: r.body["outcome"] for r in data.history}
     repeated = data.dataset in ("hotpotqa", "tau")  # the same task asked again
@@ -123,22 +204,19 @@ def recall_hits(
     polarity = dict(
         db.rows("SELECT id, polarity FROM experiences_experience WHERE project_id = %s", project)
     )
+    answers, latencies = recall_answers(api, data)
     hits, lesson_probes, lesson_carried, empty = [], 0, 0, 0
-    latencies = []
-    for probe in data.probes:
-        started = time.perf_counter()
-        answer = api.call("POST", "recall", {
-            "task": probe.task, "tools": data.tools or TOOLS[data.dataset],
-            "environment": data.environment or ENVIRONMENT[data.dataset], "k": K,
-            "include_candidates": True,
-            "include_warnings": False,
-        })  # fmt: skip
-        latencies.append((time.perf_counter() - started) * 1000)
+    for probe, answer in zip(data.probes, answers, strict=True):
         items = answer["items"]
         empty += not items
-        row = [
-            any(groups.get(s) == probe.group for s in sources[i["experience_id"]]) for i in items
-        ]
+        wanted = key(probe)
+        if by_family:  # most of an item's sources in the probe's family
+            row = []
+            for i in items:
+                counts = Counter(groups.get(s) for s in sources[i["experience_id"]])
+                row.append(bool(counts) and counts.most_common(1)[0][0] == wanted)
+        else:
+            row = [any(groups.get(s) == wanted for s in sources[i["experience_id"]]) for i in items]
         hits.append(row + [False] * (K - len(row)))
         if show_misses and not any(row[:3]):
             print_miss(probe, [sources[i["experience_id"]] for i in items[:3]], groups, tasks)
@@ -146,12 +224,13 @@ def recall_hits(
         failed_before = [
             e for e, g in groups.items() if g == probe.group and outcomes[e] != "success"
         ]
-        if repeated and failed_before:
+        if repeated and failed_before and not by_family:
             lesson_probes += 1
             if items and row[0]:
                 first = items[0]
                 from_failure = set(sources[first["experience_id"]]) & set(failed_before)
-                says_lesson = re.search(r"\b(do not|don't|avoid|instead)\b", first["advice"], re.I)
+                served = first.get("replay") or first["advice"]  # the same case: its replay
+                says_lesson = re.search(r"\b(do not|don't|avoid|instead)\b", served, re.I)
                 if (from_failure or polarity.get(first["experience_id"]) == "failure") and (
                     says_lesson
                 ):
@@ -163,7 +242,9 @@ def recall_hits(
     if lesson_probes:
         extra["lesson_first_share"] = round(lesson_carried / lesson_probes, 3)
         extra["lesson_probes"] = lesson_probes
-    return hits, extra
+    kinds = Counter(a["items"][0].get("kind", "episode") for a in answers if a["items"])
+    extra["first_item_kinds"] = dict(kinds)
+    return hits, extra, answers
 
 
 def print_miss(probe: Run, answer: list[list[str]], groups: dict, tasks: dict) -> None:
@@ -174,12 +255,30 @@ def print_miss(probe: Run, answer: list[list[str]], groups: dict, tasks: dict) -
         print(f"  {rank}. {kinds} {tasks.get(source_ids[0], '?')[:120]}", file=sys.stderr)
 
 
-def baseline_hits(data: Split, ranker) -> list[list[bool]]:
+def baseline_hits(data: Split, ranker, by_family: bool = False) -> list[list[bool]]:
+    key = family if by_family else (lambda r: r.group)
     hits = []
     for probe in data.probes:
         order = ranker.rank(probe.task)[:K]
-        hits.append([data.history[i].group == probe.group for i in order])
+        hits.append([key(data.history[i]) == key(probe) for i in order])
     return hits
+
+
+def ranking_against_baselines(
+    api: Api, db: Db, data: Split, project: int, show_misses: bool, by_family: bool
+) -> tuple[dict, list[dict]]:
+    hits, extra, answers = recall_hits(api, db, data, project, show_misses, by_family)
+    documents = [r.task for r in data.history]
+    figures = {
+        "history": len(data.history),
+        "probes": len(data.probes),
+        "project": ranking_figures(hits) | extra,
+        "tfidf_tasks": ranking_figures(baseline_hits(data, TfIdf(documents), by_family)),
+        "minilm_tasks": ranking_figures(baseline_hits(data, Dense(documents), by_family)),
+    }
+    best = max(figures["tfidf_tasks"]["hit@3"], figures["minilm_tasks"]["hit@3"])
+    figures["hit@3_margin_over_best_baseline"] = round(figures["project"]["hit@3"] - best, 3)
+    return figures, answers
 
 
 def evaluate(site: Site, base: str, data: Split, show_misses: bool = False) -> tuple[dict, int]:
@@ -192,19 +291,20 @@ def evaluate(site: Site, base: str, data: Split, show_misses: bool = False) -> t
     review_seconds = time.monotonic() - started
     print(f"[{data.dataset}] {len(data.history)} history runs reviewed in {review_seconds:.1f} s",
           file=sys.stderr)  # fmt: skip
-    hits, extra = recall_hits(api, db, data, project, show_misses)
-    documents = [r.task for r in data.history]
-    figures = {
-        "history": len(data.history),
-        "probes": len(data.probes),
-        "project": ranking_figures(hits) | extra,
-        "tfidf_tasks": ranking_figures(baseline_hits(data, TfIdf(documents))),
-        "minilm_tasks": ranking_figures(baseline_hits(data, Dense(documents))),
-        "review_seconds": round(review_seconds, 1),
-        "idle_wait_seconds": round(waited, 1),
-    }
-    best = max(figures["tfidf_tasks"]["hit@3"], figures["minilm_tasks"]["hit@3"])
-    figures["hit@3_margin_over_best_baseline"] = round(figures["project"]["hit@3"] - best, 3)
+    unseen_tasks = data.dataset == "webshop"  # its probes are tasks never seen
+    figures, answers = ranking_against_baselines(
+        api, db, data, project, show_misses, by_family=False
+    )
+    figures |= {"review_seconds": round(review_seconds, 1), "idle_wait_seconds": round(waited, 1)}
+    figures["lessons"] = lesson_figures(data.dataset, data.history, data.probes, answers)
+    figures["judged"] = judged_figures(data.dataset, answers)
+    if unseen_tasks:
+        figures["right_tools_first"] = right_tools_first(
+            data.dataset, data.probes, answers, data.history
+        )
+    held_out = unseen_split(data)
+    if held_out is not None:
+        figures["unseen"] = evaluate_unseen(site, base, held_out, show_misses)
     # Then everything else too, for review quality over all runs (the gold set included).
     api.ingest(data.probes + data.extra)
     db.wait_idle(project)
@@ -212,26 +312,57 @@ def evaluate(site: Site, base: str, data: Split, show_misses: bool = False) -> t
     return figures, project
 
 
+def evaluate_unseen(site: Site, base: str, data: Split, show_misses: bool) -> dict:
+    """The family split in its own project: tasks never seen, relevant by family."""
+    key = create_key(site, data.dataset)
+    api, db = Api(base, key), Db(site.data_dir)
+    project = db.project_id(data.dataset)
+    api.ingest(data.history)
+    db.wait_idle(project)
+    figures, answers = ranking_against_baselines(
+        api, db, data, project, show_misses, by_family=True
+    )
+    dataset = data.dataset.removesuffix("-unseen")
+    figures["right_tools_first"] = right_tools_first(dataset, data.probes, answers, data.history)
+    figures["lessons"] = lesson_figures(dataset, data.history, data.probes, answers)
+    figures["judged"] = judged_figures(data.dataset, answers)
+    return figures
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", choices=["hotpotqa", "webshop", "both", "tau"],
+    parser.add_argument("--dataset", choices=["hotpotqa", "webshop", "both", "tau", "all"],
                         default="both")  # fmt: skip
     parser.add_argument(
         "--tau", type=Path, default=None,
-        help="a τ-bench historical_trajectories/*.json file (for --dataset tau)",
+        help="a τ-bench historical_trajectories/*.json file (for --dataset tau / all), inside a "
+        "checkout of sierra-research/tau-bench for the tools' declarations",
+    )  # fmt: skip
+    parser.add_argument(
+        "--without-declarations", action="store_true",
+        help="send τ-bench transcripts without their tool schemas (the reviewer infers read-only "
+        "calls from behaviour and names alone)",
     )  # fmt: skip
     parser.add_argument("--slice", type=int, default=None,
                         help="HotpotQA: first N questions; WebShop: first N episodes")  # fmt: skip
     parser.add_argument("--keep", type=Path, default=None, help="data dir to keep (default: temp)")
     parser.add_argument(
+        "--answers", type=Path, default=None,
+        help="write every probe's recall answer to DIR/<split>.jsonl (for reading them)",
+    )  # fmt: skip
+    parser.add_argument(
         "--misses", action="store_true", help="print the probes with nothing relevant in the top 3"
     )
     args = parser.parse_args(argv)
-    if args.dataset == "tau":
+    global ANSWERS_DIR
+    ANSWERS_DIR = args.answers
+    if args.dataset in ("tau", "all"):
         if not args.tau or not args.tau.is_file():
-            parser.error("--dataset tau needs --tau FILE (sierra-research/tau-bench's "
+            parser.error(f"--dataset {args.dataset} needs --tau FILE (sierra-research/tau-bench's "
                          "historical_trajectories/gpt-4o-airline.json, say)")  # fmt: skip
-    datasets = ["hotpotqa", "webshop"] if args.dataset == "both" else [args.dataset]
+    datasets = {"both": ["hotpotqa", "webshop"], "all": ["hotpotqa", "webshop", "tau"]}.get(
+        args.dataset, [args.dataset]
+    )
     with tempfile.TemporaryDirectory(prefix="hindsight-quality-") as tmp:
         data_dir = args.keep or Path(tmp) / "data"
         env = {"HINDSIGHT_REVIEWER": "heuristic", "HINDSIGHT_RATE_LIMIT_PER_MINUTE": "100000",
@@ -243,9 +374,8 @@ def main(argv: list[str] | None = None) -> dict:
         projects = []
         try:
             for name in datasets:
-                result[name], project = evaluate(
-                    site, base, split(name, args.slice, args.tau), args.misses
-                )
+                data = split(name, args.slice, args.tau, not args.without_declarations)
+                result[name], project = evaluate(site, base, data, args.misses)
                 projects.append(project)
             if args.dataset != "tau":  # the gold set labels HotpotQA and WebShop runs
                 result["gold"] = gold_figures(Db(site.data_dir), projects)
@@ -258,6 +388,26 @@ def main(argv: list[str] | None = None) -> dict:
             f = figures[system]
             print(f"  {system:13} hit@1 {f['hit@1']:.3f}  hit@3 {f['hit@3']:.3f}  "
                   f"hit@5 {f['hit@5']:.3f}  MRR {f['mrr']:.3f}")  # fmt: skip
+        if "unseen" in figures:
+            f = figures["unseen"]["project"]
+            best = max(figures["unseen"][b]["hit@3"] for b in ("tfidf_tasks", "minilm_tasks"))
+            print(f"  unseen tasks: hit@3 {f['hit@3']:.3f} (best baseline {best:.3f}), right "
+                  f"tools first {figures['unseen']['right_tools_first']}")  # fmt: skip
+        lessons = figures["lessons"]
+        print(
+            f"  lessons: forbid read-only {lessons['forbids_read_only']} of "
+            f"{lessons['do_not_instructions']}, junk consequences "
+            f"{lessons['junk_consequences']} of {lessons['served_experiences']}, other runs' "
+            f"literals {lessons['other_run_identifiers_share']}, unneeded writes "
+            f"{lessons['state_changing_unneeded_share']}, wrong write warned "
+            f"{lessons['wrong_write_warned_share']}, block {lessons['block_chars_median']}"
+        )
+        judged = figures.get("judged") or {}
+        if judged.get("covered"):
+            print(
+                f"  hand-judged: {judged['covered']} of {judged['served']} served items, "
+                f"helpful {judged['helpful_share']}, misleading {judged['misleading_share']}"
+            )
         review = figures["review"]
         print(f"  yield {review['yield']:.3f} {review['yield_by_outcome']}; proposals/100 "
               f"{review['proposals_per_100']}; problems {review['advice_problems']}")  # fmt: skip

@@ -69,7 +69,8 @@ class Db:
         return self.rows("SELECT id FROM traces_project WHERE name = %s", name)[0][0]
 
     def wait_idle(self, project: int, timeout: float = 900) -> float:
-        """Until no trace of the project waits for review and no experience for its dedup."""
+        """Until no trace of the project waits for review, no experience for its dedup and no
+        task family for its induction."""
         started = time.monotonic()
         while time.monotonic() - started < timeout:
             (busy,) = self.rows(
@@ -77,7 +78,9 @@ class Db:
                 "review_status IN ('pending', 'queued', 'reviewing')) + (SELECT count(*) FROM "
                 "experiences_experience e JOIN experiences_experiencededupdue d ON d.experience_id "
                 "= e.id WHERE project_id = %s AND merged_into_id IS NULL AND embedding IS NOT "
-                "NULL AND status NOT IN ('archived', 'rejected'))",
+                "NULL AND status NOT IN ('archived', 'rejected')) + (SELECT count(*) FROM "
+                "experiences_taskfamily WHERE project_id = %s AND induced_size < size)",
+                project,
                 project,
                 project,
             )[0]

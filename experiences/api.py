@@ -78,7 +78,11 @@ def post_recall(request: HttpRequest, payload: RecallIn):
             {
                 "experience_id": item.experience.id,
                 "advice": item.experience.advice,
+                "kind": item.experience.kind,
                 "polarity": item.experience.polarity,
+                "support": item.experience.support_count,
+                "same_instance": item.case.same_instance,
+                "replay": item.case.replay,
                 "status": item.experience.status,
                 "score": item.score,
                 "score_parts": item.score_parts,

@@ -33,11 +33,12 @@ def keywords_of(texts: Iterable[str]) -> str:
 
 # Words that the strategy and pitfall templates (and plain English) put in any experience:
 # "get_user_details "x", then cancel_reservation "y": it led to …" shares "then", "it", "led",
-# "to" with every other lesson, which made two lessons about different calls look alike.
+# "to" with every other lesson, which made two lessons about different calls look alike; the
+# placeholders' own words ("<user_id from the request>", "<… of the case>") too.
 _FILLER = frozenset(
     "a an and are as at be by did do does for from if in into is it its led more no not of on "
     "or s step steps than that the then this to was were when with you your items fields "
-    "instead first".split()
+    "instead first request case written words returned use said user then".split()
 )
 
 

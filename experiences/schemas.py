@@ -52,6 +52,12 @@ class VersionOut(Schema):
 class ExperienceOut(Schema):
     id: int
     advice: str
+    kind: str  # episode (one run), workflow or insight (a task family's)
+    # The run with its literal values, served only when the very same case comes again.
+    replay: str
+    # The step the lesson forbids and why ({} when nothing was blamed): index, tool, evidence,
+    # consequence, reason, effect (traces.review.heuristic.blame).
+    blame: dict[str, Any]
     scene: SceneOut
     polarity: str
     status: str
@@ -169,8 +175,14 @@ class WarningOut(Schema):
 
 class RecallItemOut(Schema):
     experience_id: int
-    advice: str
+    advice: str  # the strategy: placeholders, never another run's literal values
+    kind: Literal["episode", "workflow", "insight"]
     polarity: str
+    support: int  # runs it rests on
+    # The very same case as the query (it names the item's identifiers, or asks nearly the same):
+    # then `replay` is that run with its literal values, and the prompt block serves it.
+    same_instance: bool
+    replay: str
     status: str
     score: float
     score_parts: dict[str, float]

@@ -4,6 +4,7 @@ from celery import shared_task
 from django.conf import settings
 
 from experiences.services.dedup import experience_dedup, experience_dedup_enqueue_due
+from experiences.services.families import families_induce_due, family_induce
 from experiences.services.kb import kb_rebuild_run
 from experiences.services.keyword_stats import keyword_stats_refresh
 from experiences.services.llm_merge import merge_advice_with_llm
@@ -45,3 +46,15 @@ def rebuild_kb(project_id: int, rebuild_id: str, user_id: int | None = None) -> 
 def prune_recall_logs() -> int:
     """Beat, daily: delete recall logs past HINDSIGHT_RECALL_LOG_DAYS."""
     return recall_logs_prune()
+
+
+@shared_task(name="experiences.induce_family", acks_late=True, ignore_result=True)
+def induce_family(family_id: int) -> str:
+    """A family's workflow and insights, induced again from its episodes (idempotent)."""
+    return family_induce(family_id=family_id)
+
+
+@shared_task(name="experiences.induce_due_families", acks_late=True, ignore_result=True)
+def induce_due_families() -> int:
+    """Beat: send the family inductions that are due (lost tasks)."""
+    return families_induce_due()

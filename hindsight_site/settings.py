@@ -328,6 +328,11 @@ HINDSIGHT_HNSW_BUILD_MEMORY = env_size("HINDSIGHT_HNSW_BUILD_MEMORY", "1GB")
 HINDSIGHT_RECALL_CANDIDATES = env_int("HINDSIGHT_RECALL_CANDIDATES", 40, minimum=1)
 # Items below this cosine similarity are not returned at all.
 HINDSIGHT_RECALL_MIN_SIMILARITY = env_float("HINDSIGHT_RECALL_MIN_SIMILARITY", 0.2, minimum=0.0)
+# An item at least this similar to the query is the very same case: its exact replay (literal
+# ids and values) is served in place of its general advice (experiences.services.recall_block).
+HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY = env_float(
+    "HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY", 0.92, minimum=0.0
+)
 # The keyword score's share of relevance (cosine similarity has the rest): 0.25, the default
 # of Weaviate's hybrid search (alpha 0.75, whose default fusion also sums scores, not ranks),
 # not a figure fitted to any data here.
@@ -381,6 +386,10 @@ CELERY_BEAT_SCHEDULE = {
     },
     "dedup-unchecked-experiences": {
         "task": "experiences.dedup_due_experiences",
+        "schedule": HINDSIGHT_SWEEP_INTERVAL_SECONDS,
+    },
+    "induce-due-families": {
+        "task": "experiences.induce_due_families",
         "schedule": HINDSIGHT_SWEEP_INTERVAL_SECONDS,
     },
     "prune-recall-logs": {"task": "experiences.prune_recall_logs", "schedule": 24 * 3600},

@@ -1,6 +1,7 @@
 """A small OpenAI-compatible HTTP server for tests: chat completions with JSON-schema output and
 embeddings, reached through the real `openai` client. Each chat request takes the next scripted
-behaviour ("ok", "500", "429", "timeout", "invalid_json", "wrong_indexes", "missing_steps")."""
+behaviour ("ok", "500", "429", "timeout", "invalid_json", "wrong_indexes", "missing_steps",
+"forbids_lookup")."""
 
 import base64
 import hashlib
@@ -159,6 +160,10 @@ class FakeOpenAI:
                     answer = review_answer(prompt, indexes=[i + 100 for i in range(3)])
                 if behaviour == "missing_steps":
                     answer["labels"] = answer["labels"][:1]
+                if behaviour == "forbids_lookup":  # a lesson against a look-up the run used
+                    answer["experience"] = 'When you fix restarts, do not docker_logs "web".'
+                    answer["pitfall"] = 'docker_logs "web": it led to a result with id, status'
+                    answer["blamed_step"] = 0
                 content = json.dumps(answer)
                 if behaviour == "invalid_json":
                     content = content[: len(content) // 2]

@@ -17,6 +17,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from core.inputs import BIGINT_MAX, INT_MAX, TOO_LARGE, BodyIn, StrictIn
 from traces import transcripts
+from traces.review.tool_effects import declarations_from
 
 StepKind = Literal["user_input", "llm_reasoning", "tool_call", "system", "state_change"]
 Outcome = Literal["success", "failure", "partial", "unknown"]
@@ -67,6 +68,17 @@ def _check_unique_indexes(steps: list[StepIn]) -> list[StepIn]:
     return steps
 
 
+class ToolDeclarationIn(StrictIn):
+    """A tool the agent had: what a lesson may forbid depends on whether it only reads
+    (traces.review.tool_effects)."""
+
+    name: str = Name
+    description: str = Field(default="", max_length=2000)
+    # true: it only reads (a look-up, a search); false: it changes state or commits.
+    read_only: bool | None = None
+    parameters: Any = None
+
+
 class TraceHeaderIn(StrictIn):
     """The fields of a trajectory known when it starts."""
 
@@ -80,6 +92,7 @@ class TraceHeaderIn(StrictIn):
     user: str = Field(default="", max_length=200)
     started_at: datetime | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    tools: list[ToolDeclarationIn] = Field(default_factory=list, max_length=500)
 
     @field_validator("environment")
     @classmethod
@@ -186,6 +199,9 @@ class TraceImportIn(StrictIn):
     ended_at: datetime | None = None
     feedback: str = ""
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # The tool schemas sent with the conversation, as the SDK takes them (OpenAI Chat
+    # Completions / Responses, Anthropic, MCP tools/list entries, or the native shape).
+    tools: list[Any] = Field(default_factory=list, max_length=500)
     messages: list[Any] = Field(min_length=1)
 
     _trace: TraceIn = PrivateAttr()
@@ -193,10 +209,14 @@ class TraceImportIn(StrictIn):
     @model_validator(mode="after")
     def converts_to_a_trace(self) -> "TraceImportIn":
         try:
+            header = self.model_dump(exclude={"format", "messages", "tools"})
+            if self.tools:  # the SDK's schemas, as the native declarations
+                header["tools"] = [
+                    {"name": d.name, "description": d.description, "read_only": d.read_only}
+                    for d in declarations_from(self.tools).values()
+                ]
             native = transcripts.native_trace(
-                format=self.format,
-                messages=self.messages,
-                header=self.model_dump(exclude={"format", "messages"}),
+                format=self.format, messages=self.messages, header=header
             )
         except RecursionError:
             # A JSON string in a message (tool arguments, an output) nested deeper than the JSON

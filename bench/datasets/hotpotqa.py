@@ -9,7 +9,7 @@ An episode is `Question:`, then numbered `Thought k:` / `Action k: Tool[argument
   observation as it was printed);
 * outcome: the `CORRECT AGENTS` section -> success, `INCORRECT` and `HALTED` -> failure;
   the final answer is the `Finish[...]` argument. `Correct answer:` (the gold answer, which the
-  agent never saw) is not sent.
+  agent never saw) is not sent: the benchmark keeps it in `Run.meta["gold_answer"]`.
 No step is flagged `is_error`: the log has no such flag, and telling a failed search from a
 useful one is the reviewer's work.
 """
@@ -35,10 +35,11 @@ def question_key(question: str) -> str:
 def _episode(trial: int, number: int, section: str, lines: list[str]) -> Run:
     question = lines[0].removeprefix("Question:").strip()
     steps: list[dict] = [{"index": 0, "kind": "user_input", "content": question}]
-    answer = ""
+    answer, gold = "", ""
     current: dict | None = None
     for line in lines[1:]:
         if line.startswith("Correct answer:"):
+            gold = line.removeprefix("Correct answer:").strip()
             current = None
             continue
         match = _LINE.match(line)
@@ -81,7 +82,7 @@ def _episode(trial: int, number: int, section: str, lines: list[str]) -> Run:
         "metadata": {"dataset": "reflexion-hotpotqa", "trial": trial, "section": section},
     }
     return Run(body=body, dataset="hotpotqa", group=key, split_key=trial,
-               meta={"section": section})  # fmt: skip
+               meta={"section": section, "gold_answer": gold})  # fmt: skip
 
 
 def load(path: Path = PATH) -> list[Run]:

@@ -38,6 +38,11 @@ class Experience(models.Model):
         ARCHIVED = "archived"
         REJECTED = "rejected"
 
+    class Kind(models.TextChoices):
+        EPISODE = "episode"  # what one run taught (its replay kept for the very same case)
+        WORKFLOW = "workflow"  # the common ordered calls of a family's successful runs
+        INSIGHT = "insight"  # what tells a family's successes from its failures
+
     class Source(models.TextChoices):
         LLM = "llm"
         HEURISTIC = "heuristic"
@@ -78,6 +83,24 @@ class Experience(models.Model):
     # The ordered necessary steps it came from: [{"trace_id", "index", "tool", "summary"}].
     path = models.JSONField(default=list, blank=True)
     polarity = models.CharField(max_length=8, choices=Polarity.choices)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.EPISODE)
+    # Episodes: the run with its literal values (ids, names), served in place of the advice only
+    # when the very same case comes again (recall's `same_instance`).
+    replay = models.TextField(blank=True)
+    # Episodes: the step the lesson forbids and why (traces.review.heuristic.blame), {} if none.
+    blame = models.JSONField(default=dict, blank=True)
+    # Episodes: every call of the run as a placeholder pattern, with its effect and whether it
+    # failed or was necessary ([{"tool", "pattern", "effect", "errored", "necessary"}]): what
+    # the family's workflow and insights are induced from (experiences.services.families).
+    calls = models.JSONField(default=list, blank=True)
+    # The task family it belongs to (episodes) or speaks for (workflows, insights).
+    family = models.ForeignKey(
+        "experiences.TaskFamily",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="experiences",
+    )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.CANDIDATE)
     source = models.CharField(max_length=10, choices=Source.choices)
     # Scope: empty lists mean "not limited by this"; all empty is global.
@@ -123,6 +146,10 @@ class Experience(models.Model):
                 condition=Q(source__in=["llm", "heuristic", "human"]),
                 name="experiences_experience_source_valid",
             ),
+            models.CheckConstraint(
+                condition=Q(kind__in=["episode", "workflow", "insight"]),
+                name="experiences_experience_kind_valid",
+            ),
         ]
         indexes = [
             # The library list and API: a project's experiences, newest first, by status.
@@ -138,6 +165,8 @@ class Experience(models.Model):
             GinIndex(fields=["search"], name="experiences_exp_search_gin", fastupdate=False),
             # Distillation's contrast: the other runs of the same task in a project.
             models.Index(fields=["project", "task_key"], name="experiences_exp_task_key"),
+            # Family induction: a family's episodes, and its workflow and insights.
+            models.Index(fields=["family", "kind"], name="experiences_exp_family_kind"),
             # Dedup's scene peers (same project, polarity and exact scope): for a rare scope the
             # planner otherwise scans the whole table (94 ms at 100k rows, now ~2 ms).
             models.Index(

@@ -41,6 +41,7 @@ def _scene_peers(experience: Experience):
         Experience.objects.filter(
             project_id=experience.project_id,
             polarity=experience.polarity,
+            kind=Experience.Kind.EPISODE,
             merged_into__isnull=True,
             scope_environments=experience.scope_environments,
             scope_agents=experience.scope_agents,
@@ -80,6 +81,11 @@ def experience_dedup(*, experience_id: int, merge_advice=None) -> str:
             return "skipped"
         if not experience.due:
             return "already checked"
+        if experience.kind != Experience.Kind.EPISODE:
+            # A family's workflow and insights are re-induced in place as runs arrive
+            # (experiences.services.families), never merged with a run's episode.
+            _mark_checked(experience)
+            return "family item"
         outcome = _dedup_once(experience, merge_advice)
         if outcome != "contended":
             _mark_checked(experience)

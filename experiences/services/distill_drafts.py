@@ -13,9 +13,12 @@ from experiences.embeddings import embed_in_batches
 from experiences.models import scene_text
 from experiences.scene import keywords_of
 from experiences.services.patterns import argument_shape, error_signature
+from traces.review.heuristic.blame import blame_of, errored
+from traces.review.heuristic.placeholders import Sources, call_pattern, is_aside
 from traces.review.scene import action_phrase, scene_request, scene_summary
 from traces.review.types import (
     ReviewOutcome,
+    ReviewRequest,
     ReviewTemplate,
     StepView,
     TraceView,
@@ -38,6 +41,9 @@ class ExperienceDraft:
     keywords: str
     embed_text: str
     labels: dict[str, str]  # the step labels it is derived from (JSON keys)
+    replay: str = ""
+    blame: dict[str, Any] = field(default_factory=dict)
+    calls: list[dict[str, Any]] = field(default_factory=list)
     embedding: list[float] | None = None
     revision_note: str = ""  # who worded a re-derivation, for its version's reason
 
@@ -81,6 +87,32 @@ def _path(
     ]
 
 
+MAX_CALLS = 60  # of a run, kept for family induction
+
+
+def run_calls(
+    trace: TraceView, steps: list[StepView], labels: Mapping[int, str]
+) -> list[dict[str, Any]]:
+    """Every call of the run as a placeholder pattern, with its effect, whether it failed and
+    whether it was necessary: what a family's workflow and insights are induced from."""
+    sources = Sources.of(trace.task, steps)
+    calls = []
+    for step in steps:
+        if step.kind != "tool_call" or is_aside(step):
+            continue
+        effect = trace.call_effect(step)
+        calls.append(
+            {
+                "tool": step.tool,
+                "pattern": call_pattern(step, sources),
+                "effect": {True: "read", False: "write", None: "unknown"}[effect.read_only],
+                "errored": errored(step),
+                "necessary": labels.get(step.index) == "necessary",
+            }
+        )
+    return calls[:MAX_CALLS]
+
+
 def experience_draft(
     *,
     trace: TraceView,
@@ -93,6 +125,8 @@ def experience_draft(
     """One experience from a review: the scene (summary, keywords) is what it is matched on
     and embedded, the advice what it says."""
     polarity = _polarity(trace) if window.kind == "full" else "failure"
+    request_view = ReviewRequest(trace=trace, steps=steps, window=window, prompt="")
+    blame = blame_of(request_view, labels)
     summary = template.scene_summary.strip() or scene_summary(trace.task, steps)
     request = scene_request(trace.task, steps)
     path = _path(trace, steps, labels)
@@ -110,6 +144,9 @@ def experience_draft(
         keywords=keywords_of([trace.task, trace.final_answer, *(p["summary"] for p in path)]),
         embed_text=scene_text(summary=summary, intent=trace.intent, request=request),
         labels={str(s.index): labels[s.index] for s in steps if s.index in labels},
+        replay=template.replay,
+        blame=blame.as_json() if blame is not None else {},
+        calls=run_calls(trace, steps, labels),
     )
 
 

@@ -15,6 +15,7 @@ from experiences.models import (
 from experiences.scene import task_key
 from experiences.services.distill_contrast import experiences_contrast
 from experiences.services.distill_drafts import ExperienceDraft, PatternDraft
+from experiences.services.families import family_join
 from experiences.services.versions import version_record
 from traces.models import Review, Trace
 
@@ -55,6 +56,9 @@ def experiences_store(
             advice=draft.advice,
             path=draft.path,
             polarity=draft.polarity,
+            replay=draft.replay,
+            blame=draft.blame,
+            calls=draft.calls,
             source=draft.source,
             success_count=1 if trace.outcome in ("success", "partial") else 0,
             failure_count=1 if trace.outcome == "failure" else 0,
@@ -71,6 +75,7 @@ def experiences_store(
         version_record(
             experience, reason=f"distilled from the {draft.window.kind} review of trace {trace.pk}"
         )
+        family_join(experience)
         created.append(experience)
     changed = [other for experience in created for other in experiences_contrast(experience)]
     return created + [e for e in changed if e not in created]

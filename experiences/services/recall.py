@@ -16,7 +16,8 @@ score = relevance × decay × environment × evidence, each part returned to the
 * environment — 1 when the environments overlap or either is unknown; HINDSIGHT_RECALL_ENV_MISMATCH
   (0.6) when both are known and disjoint; such items are flagged `environment_match: false`.
 * evidence — human status (approved ×1.1, promoted ×1.2) × votes (1 + 0.05 per net vote, within
-  0.5–1.5) × support (1 + 0.1·log2(support count)).
+  0.5–1.5) × support (1 + 0.1·log2(support count); 1 for a family's workflow and insights,
+  which are matched on the family's centroid: their run count is shown, not scored).
 """
 
 import json
@@ -35,6 +36,14 @@ from django.utils import timezone
 from experiences.embeddings import get_embedder
 from experiences.models import Experience, scene_text
 from experiences.scene import keywords_of
+from experiences.services.recall_block import (
+    Case,
+    ordered,
+    prompt_block,
+    same_case_of,
+    served_items,
+    with_cases,
+)
 from experiences.services.recall_log import recall_log_write
 from experiences.services.warnings import WarningItem, warnings_for_tools
 from traces.models import ApiKey, Project
@@ -65,6 +74,7 @@ class Recalled:
     id: int
     advice: str
     polarity: str
+    kind: str
     status: str
     environment: list[str]
     tools: list[str]
@@ -92,6 +102,7 @@ class RecallItem:
     score: float
     score_parts: dict[str, float]
     environment_match: bool | None
+    case: Case = Case()  # the same case as the query, and then its replay (recall_block)
 
 
 @dataclass(frozen=True)
@@ -280,7 +291,11 @@ def candidates_scored(
                 status=columns[_AT["status"]],
                 upvotes=columns[_AT["upvotes"]],
                 downvotes=columns[_AT["downvotes"]],
-                support_count=columns[_AT["support_count"]],
+                # A family's workflow or insight speaks for its runs by its centroid already: its
+                # run count is shown, not added to its score (it would bury the same case).
+                support_count=columns[_AT["support_count"]]
+                if columns[_AT["kind"]] == "episode"
+                else 1,
             ),
             4,
         )
@@ -342,7 +357,7 @@ def experience_recall(
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     now = timezone.now()
-    items = candidates_scored(rows, query=query, now=now, limit=query.k)
+    items = served_items(candidates_scored(rows, query=query, now=now), k=query.k)
     warnings = (
         warnings_for_tools(project=project, tools=query.tools) if query.include_warnings else []
     )
@@ -354,28 +369,7 @@ def experience_recall(
         now=now,
         latency_ms=round((time.perf_counter() - started) * 1000, 2),
     )
-    block = prompt_block(items, query)
+    cases = same_case_of(items, query.task)
+    items = ordered(with_cases(items, cases))
+    block = prompt_block(items, cases, query.environment)
     return RecallResult(log_id=log_id, items=items, prompt_block=block, warnings=warnings)
-
-
-def prompt_block(items: list[RecallItem], query: RecallQuery) -> str:
-    """Ready to inject after the tool descriptions and before the user's input."""
-    if not items:
-        return ""
-    lines = [
-        "Experience from earlier runs (hindsight). Use it as advice on how to use the tools "
-        "above; check it fits this task before following it."
-    ]
-    for item in items:
-        experience = item.experience
-        prefix = (
-            "Lesson from a failure: " if experience.polarity == Experience.Polarity.FAILURE else ""
-        )
-        caveat = ""
-        if item.environment_match is False:
-            caveat = (
-                f" (learned on {', '.join(experience.environment)}, not on "
-                f"{', '.join(query.environment)}: verify it applies here)"
-            )
-        lines.append(f"- {prefix}{experience.advice}{caveat}")
-    return "\n".join(lines)

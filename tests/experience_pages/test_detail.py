@@ -47,6 +47,30 @@ def test_provenance_links_to_the_trajectories_and_their_steps(
     assert f'<a href="/traces/{trace.pk}/#step-2">step 2</a>' in body and "read logs" in body
 
 
+def test_it_shows_which_step_the_lesson_blames_and_why(
+    client_for, reviewer, project, make_experience, make_trace
+):
+    trace = make_trace(project, task="Move my flight")
+    blame = {
+        "index": 3, "tool": "update_reservation_flights", "kind": "tool_call",
+        "evidence": "the user objected", "consequence": 'the user replied "<b>wrong</b> day"',
+        "reason": "the user objected right after it (step 4)",
+        "effect": "its name starts with a verb that changes state",
+    }  # fmt: skip
+    experience = make_experience(
+        project, trace=trace, polarity="failure", blame=blame,
+        replay='The same case ran before (failure): get_user_details "omar_rossi_1241".',
+    )  # fmt: skip
+
+    body = client_for(reviewer).get(f"/experiences/{experience.pk}/").content.decode()
+
+    assert "Why it says this" in body
+    assert f'<a href="/traces/{trace.pk}/#step-3">step 3</a>' in body
+    assert "the user objected: the user objected right after it (step 4)" in body
+    assert "&lt;b&gt;wrong&lt;/b&gt;" in body  # the user's words, escaped
+    assert "verb that changes state" in body and "omar_rossi_1241" in body
+
+
 def test_near_neighbours_are_listed_with_their_similarity(
     client_for, reviewer, project, make_experience
 ):

@@ -22,8 +22,11 @@ def test_experience_list_shows_scene_advice_path_and_provenance(api, reviewed):
     (item,) = api.get("experiences").json()["items"]
 
     assert item["advice"].startswith(
-        'When you work on "Service svc-a cannot reach svc-b in the prod namespace; svc-a gets'
+        "When you use kubectl_patch_networkpolicy, first kubectl_get_pods <namespace from the "
+        "request>"
     )
+    assert item["kind"] == "episode" and "svc-a-7d9f" in item["replay"]
+    assert item["blame"]["tool"] == "kubectl_exec" and item["blame"]["evidence"] == "it failed"
     assert item["scene"]["environment"] == ["k8s"] and "kubectl_logs" in item["scene"]["tools"]
     assert item["scene"]["agent"] == "ops-bot" and item["scene"]["task_type"] == "operation"
     assert (item["polarity"], item["status"], item["source"]) == (

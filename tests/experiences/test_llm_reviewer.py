@@ -31,7 +31,7 @@ def test_a_good_review_is_parsed_and_measured(llm_settings, fake_openai):
     outcome = LLMReviewer().review(a_request())
 
     assert outcome.reviewer == "llm" and outcome.model == "fake-reviewer"
-    assert outcome.prompt_version == "llm-2"
+    assert outcome.prompt_version == "llm-3"
     assert (outcome.prompt_tokens, outcome.completion_tokens) == (850, 240)
     assert [j.label for j in outcome.template.labels] == ["necessary", "failed", "necessary"]
     sent = fake_openai.chat_requests[0]
@@ -43,8 +43,27 @@ def test_a_good_review_is_parsed_and_measured(llm_settings, fake_openai):
     assert "correlated but unnecessary" in system and "find where it went wrong" in system
     assert "scene_summary" in system and "100-150 characters" in system
     schema = sent["response_format"]["json_schema"]["schema"]
-    assert {"scene_summary", "strategy", "pitfall"} <= set(schema["properties"])
-    assert "[1] tool_call docker_update" in sent["messages"][1]["content"]
+    assert {"scene_summary", "strategy", "pitfall", "replay", "blamed_step"} <= set(
+        schema["properties"]
+    )
+    # the lesson rules: blame with evidence, placeholders, no quoted request, tool effects shown
+    assert "Never\nblame a read-only call" in system and "<user_id from the request>" in system
+    prompt = sent["messages"][1]["content"]
+    assert "[1] tool_call docker_update" in prompt
+    assert "Tools: docker_logs (read-only: its name starts with a verb that reads)" in prompt
+    # the LLM gave no replay or blamed step: the rules fill them in
+    assert outcome.template.replay.startswith("The same case ran before (success): docker_logs")
+    assert outcome.template.blamed_step == 1
+
+
+def test_an_llm_lesson_against_a_used_look_up_is_replaced_by_the_rules(llm_settings, fake_openai):
+    fake_openai.script.append("forbids_lookup")
+    template = LLMReviewer().review(a_request()).template
+
+    assert "do not docker_logs" not in template.experience
+    assert "a result with id" not in template.pitfall
+    assert template.experience.startswith("When you use docker_update, first docker_logs")
+    assert template.blamed_step == 1  # the call that failed, not the look-up
 
 
 def test_a_server_error_is_raised_for_retry(llm_settings, fake_openai):
@@ -92,7 +111,7 @@ def test_an_llm_review_is_stored_with_model_tokens_and_latency(llm_settings, pro
     assert (review.reviewer, review.model, review.prompt_version) == (
         "llm",
         "fake-reviewer",
-        "llm-2",
+        "llm-3",
     )
     assert (review.prompt_tokens, review.completion_tokens) == (850, 240)
     assert review.experience.startswith("When you use docker_logs")

@@ -48,7 +48,9 @@ def test_offline_review_labels_steps_and_distils_an_embedded_experience(project)
     experience = Experience.objects.get()
     assert experience.status == "candidate" and experience.polarity == "success"
     assert experience.source == "heuristic"
-    assert experience.advice.startswith('When you work on "Service svc-a cannot reach svc-b')
+    assert experience.advice.startswith("When you use kubectl_patch_networkpolicy, first ")
+    assert experience.kind == "episode" and experience.blame["tool"] == "kubectl_exec"
+    assert "svc-a-7d9f" in experience.replay and "svc-a-7d9f" not in experience.advice
     assert (experience.tools, experience.environment) == (trace.tools, ["k8s"])
     assert [p["index"] for p in experience.path] == [0, 1, 5, 6, 7]
     assert len(experience.embedding) == 384 and experience.embedding_model == LocalMiniLM.model_name

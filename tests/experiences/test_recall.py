@@ -267,9 +267,9 @@ def test_prompt_block_is_ready_to_inject(recall_api, project):
     ).json()["prompt_block"]
 
     lines = block.splitlines()
-    assert lines[0].startswith("Experience from earlier runs (hindsight).")
-    assert f"- {ADVICE['restart']}" in lines
-    assert f"- Lesson from a failure: {ADVICE['etl']}" in lines
+    assert lines[0] == "Experience from earlier runs (hindsight); check it fits this task:"
+    assert f"- Strategy (1 run): {ADVICE['restart']}" in lines
+    assert f"- Lesson (1 failed run): {ADVICE['etl']}" in lines
 
 
 def test_nothing_relevant_gives_an_empty_answer(recall_api, project):

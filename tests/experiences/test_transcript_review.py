@@ -52,6 +52,7 @@ def test_an_imported_transcript_is_reviewed_into_an_experience(api, format):
     failed = trace.steps.get(tool="kubectl_exec")
     assert failed.is_error and failed.label == "failed"
     experience = Experience.objects.get()
-    assert experience.advice.startswith(f'When you work on "{TASK}')
+    assert experience.advice.startswith("When you use kubectl_patch_networkpolicy, first ")
+    assert TASK[:40] not in experience.advice  # the scene is matched on, never quoted
     assert experience.tools == trace.tools and experience.environment == ["k8s"]
     assert experience.sources.get().trace == trace

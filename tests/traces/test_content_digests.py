@@ -68,7 +68,10 @@ def test_streamed_openings_and_steps_stored_before_v2_are_matched(api):
     header = {"external_id": "live-1", "agent": "ops-bot", "task": "Rotate the certificates"}
     opened = api.post("traces/open", header).json()["id"]
     api.post(f"traces/{opened}/steps", {"steps": [step(0, arguments={"x": 1e-05})]})
-    opening = {"open": TraceOpenIn.model_validate(header).model_dump(mode="json")}
+    # As stored before v2, when the opening had no `tools`.
+    opening = {
+        "open": TraceOpenIn.model_validate(header).model_dump(mode="json", exclude={"tools"})
+    }
     Trace.objects.filter(pk=opened).update(content_hash=content_digest(opening, legacy=True))
     Step.objects.filter(trace_id=opened).update(
         content_hash=step_hash(StepIn.model_validate(step(0, arguments={"x": 1e-05})), legacy=True)

@@ -189,18 +189,25 @@ def test_seed_000_restarts_are_redundant_and_the_logs_are_necessary():
     assert labels[0] == "necessary"  # the request
 
 
-def test_seed_000_yields_a_strategy_of_the_calls_that_mattered_with_their_arguments():
+def test_seed_000_yields_a_strategy_of_the_calls_that_mattered_as_placeholders():
     outcome = review(*seed_000_trajectory())
     template = outcome.template
 
+    # Anchored on the call that changed state, the calls before it in order, each value named
+    # by where it came from: the next incident has other pods and policies.
+    # The call that changed state is the condition ("When you use …"), never a push to make it.
     assert template.experience.startswith(
-        'When you work on "Service svc-a cannot reach svc-b in the prod namespace'
+        "When you use kubectl_patch_networkpolicy, first kubectl_get_pods <namespace from the "
+        "request>, then kubectl_logs <pod from kubectl_get_pods>, then kubectl_get_networkpolicy "
+        "<name from kubectl_logs>; call it with <name from kubectl_logs>"
     )
-    assert '(k8s), kubectl_get_pods "prod", then kubectl_logs "svc-a-7d9f", then ' in (
-        template.experience
-    )
+    assert "svc-a-7d9f" not in template.experience and "Service svc-a" not in template.experience
     assert "docker_restart" not in template.strategy
     assert any("skip docker_restart" in line for line in template.improvements)
+    # The literal run is the replay, for the very same incident.
+    assert 'kubectl_logs "svc-a-7d9f", then kubectl_get_networkpolicy "deny-all-egress"' in (
+        template.replay
+    )
     assert template.worth_reference
     assert template.effective_steps == [0, 1, 4, 5, 6]
 
@@ -618,26 +625,31 @@ def test_confidence_reflects_the_evidence_behind_each_label():
 # ---------------------------------------------------------------------------- the template
 
 
-def test_a_success_yields_a_strategy_of_tool_calls_with_their_arguments():
+def test_a_success_yields_a_strategy_of_tool_calls_with_placeholders():
     template = review(shop(), [hits_search(0), *bon_jovi_purchase(1)]).template
     assert template.experience == (
-        'When you work on "Buy a greatest hits album under 20 dollars" (webshop), '
-        'search "greatest hits album", then click "B07X1", then click "Buy Now".'
+        "When you use click, first search <query from the request>, then click <target from "
+        "search>; call it with <target from click>."
     )
-    assert (
-        template.strategy
-        == 'search "greatest hits album", then click "B07X1", then click "Buy Now"'
+    assert template.strategy == (
+        "search <query from the request>, then click <target from search>, then click <target "
+        "from click>"
     )
     assert template.pitfall == ""
+    assert template.replay == (
+        'The same case ran before (success): search "greatest hits album", then click "B07X1", '
+        'then click "Buy Now".'
+    )
 
 
 def test_a_success_that_went_wrong_on_the_way_adds_what_not_to_do():
     steps = [missing_config(0, error_type="FileNotFoundError"), found_config(1)]
     template = review(tv(final_answer="port 8443"), steps).template
-    assert template.experience.endswith(
-        ', read_file "/etc/app/config.yml". '
-        'Do not read_file "/etc/app.yml": it led to an error (FileNotFoundError).'
+    assert template.experience == (
+        'When you use read_file: call it with "/etc/app/config.yml". '
+        'Do not read_file "/etc/app.yml": it returned "FileNotFoundError".'
     )
+    assert template.blamed_step == 0
 
 
 def test_a_tool_that_also_worked_is_not_avoided_wholesale():
@@ -661,9 +673,8 @@ def test_a_greeting_only_opening_is_dropped_from_the_scene_and_identifiers_are_k
     template = review(tv(task="Hi!"), steps).template
 
     assert template.scene_summary == "Pod svc-a-7d9f in prod-eu is OOMKilled since 10:42."
-    assert template.experience.startswith(
-        'When you work on "Pod svc-a-7d9f in prod-eu is OOMKilled since 10:42." (k8s), '
-    )
+    # The scene is what the experience is matched on; the advice does not quote it.
+    assert template.experience == "When you use kubectl_logs: call it with <pod from the request>."
     assert not re.search(r"(?i)\b(hi|hello|hope you are well)\b", template.experience)
 
 
@@ -720,33 +731,42 @@ def test_long_json_arguments_are_summarised_never_cut_mid_json():
 def test_the_strategy_is_not_a_bare_list_of_tool_names():
     template = review(*seed_000_trajectory()).template
     for tool in ("kubectl_get_pods", "kubectl_logs", "kubectl_get_networkpolicy"):
-        assert re.search(rf'{tool} "[^"]+"', template.strategy), template.strategy
+        assert re.search(rf"{tool} <\w+ from [\w ]+>", template.strategy), template.strategy
     assert not re.search(r"\b\w+, then \w+(,|\.|$)", template.experience)
 
 
-def test_a_failure_yields_a_lesson_of_what_not_to_do_and_what_it_led_to():
+def test_a_refused_purchase_teaches_to_check_it_not_to_stop_buying():
     template = review(*wrong_turn_trajectory()).template
-    assert template.experience.startswith(
-        'When you work on "Buy a greatest hits album under 20 dollars" (webshop), do not '
-        'click "B08Y2": it led to '
+    assert template.experience == (
+        "When you use click: the run's click was refused (the checker said \"Your score (min "
+        '0.0, max 1.0): 0.0"); check it against every part of the request before you click.'
     )
-    assert "Your score" in template.experience  # the consequence: the refused purchase
-    assert template.pitfall.startswith('click "B08Y2": it led to ')
+    assert "B08Y2" not in template.experience  # that run's product, not the next one's
+    assert 'do not click "Buy Now"' in template.replay
+
+
+def test_a_refused_answer_names_where_it_came_from_without_its_value():
+    trace, steps = refused_answer_trajectory()
+    template = review(trace, steps).template
+    assert template.experience.startswith("When you use finish: finish <answer of the case> was")
+    assert "1985" not in template.experience
+    assert 'do not finish "1985": the checker said "Answer is INCORRECT"' in template.replay
+    assert template.blamed_step == 4
 
 
 def test_a_failure_lesson_says_what_worked_after_the_wrong_step():
     steps = [
-        missing_config(0),
+        missing_config(0, error_type="FileNotFoundError"),
         call(1, "list_dir", {"path": "/etc/app"}, "config.yml\nREADME"),
-        thought(2, "The port is probably the default 8080."),
-        call(3, "submit", {"answer": "8080"}, "Answer is INCORRECT"),
+        call(2, "read_file", {"path": "/etc/app/config.yml"}, "no port set"),
+        thought(3, "The port is not configured."),
     ]
-    trace = tv(
-        task="What port does the app in /etc/app listen on?", outcome="failure", final_answer="8080"
-    )
+    trace = tv(task="What port does the app in /etc/app listen on?", outcome="failure")
     experience = review(trace, steps).template.experience
-    assert ', do not read_file "/etc/app.yml": it led to ' in experience
-    assert experience.endswith(' Instead, list_dir "/etc/app".')
+    assert experience.startswith(
+        'When you use read_file: do not read_file "/etc/app.yml": it returned "FileNotFoundError".'
+    )
+    assert " Instead, list_dir <path from the request>" in experience
 
 
 def test_a_failed_trajectory_yields_a_lesson_and_does_not_offer_the_same_failure_as_the_fix():
@@ -756,7 +776,8 @@ def test_a_failed_trajectory_yields_a_lesson_and_does_not_offer_the_same_failure
     template = review(trace, steps).template
 
     assert template.worth_reference
-    assert ", do not apt_install " in template.experience and ": it led to " in template.experience
+    assert template.experience.startswith("When you use apt_install: do not apt_install ")
+    assert ': it returned "PackageNotFound"' in template.experience
     assert "Instead," not in template.experience  # nothing necessary came after it
     assert 'avoid apt_install "libssl1.1": it failed' in template.improvements
 
@@ -779,17 +800,10 @@ def test_a_failed_run_that_never_called_a_tool_teaches_not_to_answer_without_one
 
 
 @pytest.mark.parametrize(
-    ("result", "in_words"),
-    [
-        ("[]", "no results"),
-        ('[{"flight": "HAT069"}, {"flight": "HAT276"}]', "2 results"),
-        (
-            '{"reservation_id": "H9ZU1C", "status": "active"}',
-            "a result with reservation_id, status",
-        ),
-    ],
+    "result",
+    ["[]", '[{"flight": "HAT069"}, {"flight": "HAT276"}]', '{"reservation_id": "H9ZU1C"}'],
 )
-def test_a_json_result_that_led_the_wrong_way_is_said_in_words(result, in_words):
+def test_a_look_up_whose_result_was_used_is_never_what_a_lesson_forbids(result):
     steps = [
         call(0, "search_direct_flight", {"origin": "EWR", "date": "2024-05-25"}, result),
         thought(1, "No flight fits, so I give up."),
@@ -800,7 +814,12 @@ def test_a_json_result_that_led_the_wrong_way_is_said_in_words(result, in_words)
         request_for(trace, steps),
         {i: StepJudgement(index=i, label=labels[i], reason="r", confidence=0.9) for i in labels},
     )
-    assert template.pitfall.endswith(f": it led to {in_words}")
+    # The search only read: the lesson is about how the run ended, in words, never its keys.
+    assert "do not search_direct_flight" not in template.experience
+    assert (
+        template.pitfall == 'end with a reply like "No flight fits, so I give up.": the run failed'
+    )
+    assert template.blamed_step == 1
 
 
 def test_a_trajectory_with_nothing_to_learn_is_not_worth_referencing():

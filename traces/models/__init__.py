@@ -1,6 +1,6 @@
 """Tenancy (projects, members, API keys), trajectories and their steps, reviews and review
-claims, the audit log and the /stats/ tallies. Django finds the models here: every one is
-imported below, so `from traces.models import X` works for each."""
+claims, the audit log, the /stats/ tallies and what is known of each tool. Django finds the
+models here: every one is imported below, so `from traces.models import X` works for each."""
 
 # isort: off
 # In the order the models were declared when they shared one module: import order is
@@ -10,6 +10,7 @@ from traces.models.trajectories import Step, Trace
 from traces.models.audit import AuditEvent
 from traces.models.reviews import Review, ReviewClaim
 from traces.models.tallies import Tally
+from traces.models.tools import ToolProfile
 
 # isort: on
 
@@ -22,5 +23,6 @@ __all__ = [
     "ReviewClaim",
     "Step",
     "Tally",
+    "ToolProfile",
     "Trace",
 ]

@@ -57,6 +57,13 @@ def compress(trace: TraceView, steps: list[StepView], window: Window, total_step
         header.append(f"User feedback: {_cut(trace.feedback, 300)}")
     if trace.final_answer:
         header.append(f"Final answer: {_cut(trace.final_answer, ANSWER_CHARS)}")
+    tools = sorted({s.tool for s in steps if s.tool})
+    if tools:  # what a lesson may forbid depends on it (traces.review.tool_effects)
+        effects = [trace.effect(t) for t in tools]
+        said = {True: "read-only", False: "changes state", None: "effect unknown"}
+        header.append(
+            "Tools: " + "; ".join(f"{e.tool} ({said[e.read_only]}: {e.evidence})" for e in effects)
+        )
     if window.kind == "local":
         header.append(
             f"Local review of steps {window.start}–{window.end} of {total_steps} "

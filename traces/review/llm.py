@@ -6,6 +6,7 @@ import openai
 from django.conf import settings
 from pydantic import ValidationError
 
+from traces.review.heuristic.guard import lesson_checked
 from traces.review.types import (
     InvalidReview,
     ReviewOutcome,
@@ -14,7 +15,7 @@ from traces.review.types import (
     check_labels_cover_window,
 )
 
-PROMPT_VERSION = "llm-2"
+PROMPT_VERSION = "llm-3"
 
 SYSTEM_PROMPT = """You review an AI agent's finished trajectory after the fact, with the global
 view. Label every step with exactly one label. The labels are mutually exclusive; apply the first
@@ -39,10 +40,20 @@ Then fill the template: the goal in one sentence; scene_summary: the informative
 similar future task would say); the execution path (the steps that mattered, in order, short);
 effective and ineffective step indexes; key decision points; improvements; strategy: what worked
 as tool-usage steps in order (empty if nothing did); pitfall: the step to avoid and what it led
-to (empty if nothing went wrong); one reusable experience in the second person: for a success
-"When you <scene>, <strategy>", for a failure "When you <scene>, do not <pitfall>: it led to
-<consequence>; instead <what to do>", concrete about tools and arguments (summarise arguments by
-what matters, never paste raw JSON); and whether this trajectory is worth using as a reference.
+to (empty if nothing went wrong); blamed_step: the index of that step.
+Blame only with evidence: an errored call, a state-changing call the outcome or the user
+contradicts, the answer the checker refused, the step right before the user complained. Never
+blame a read-only call (the Tools line says which are) whose result the run used: an agent told
+not to look things up does worse. The consequence is what happened in words (the error text,
+the user's words, the verdict), never a list of JSON keys.
+The experience is one reusable strategy in the second person, as tool-usage advice: "When you
+use <tool>, first <calls>, then <tool> …" for a success, "When you use <tool>: do not <call>:
+<consequence>. Instead, <what worked>." for a failure. Write values that came from the request
+or from an earlier result as named placeholders (<user_id from the request>, <reservation_id
+from get_user_details>), literal only for constants (a button label); do not quote the request
+(the scene is stored apart). replay: the same run with its literal values (ids, names, the
+refused answer), for when the very same case comes again.
+And whether this trajectory is worth using as a reference.
 Give a short reason and a confidence between 0 and 1 for each label (how strong the evidence
 is, not a constant). Label exactly the steps shown."""
 
@@ -93,7 +104,7 @@ class LLMReviewer:
         usage = completion.usage
         return ReviewOutcome(
             request=request,
-            template=message.parsed,
+            template=lesson_checked(message.parsed, request),
             reviewer="llm",
             model=completion.model or self.model,
             prompt_version=PROMPT_VERSION,

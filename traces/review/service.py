@@ -22,7 +22,9 @@ from traces.review.triggers import (
     skip_reason,
 )
 from traces.review.types import ReviewOutcome, ReviewRequest, StepView, TraceView, Window
+from traces.review.usage import tool_usage
 from traces.services.review_queue import review_enqueue
+from traces.services.tool_profiles import tool_effects_for, tool_profiles_observe
 
 ACTIVE = (Trace.ReviewStatus.PENDING, Trace.ReviewStatus.QUEUED, Trace.ReviewStatus.REVIEWING)
 
@@ -46,6 +48,7 @@ def trace_view(trace: Trace) -> TraceView:
         feedback=trace.feedback,
         final_answer=trace.final_answer,
         duration_ms=trace.duration_ms,
+        tool_effects=tool_effects_for(project_id=trace.project_id, tools=trace.tools),
     )
 
 
@@ -213,6 +216,9 @@ def review_apply(*, plan: ReviewPlan, outcomes: list[ReviewOutcome]) -> list[Rev
             "label_version",
         ],
     )
+    full = next((o for o in outcomes if o.request.window.kind == "full"), None)
+    if full is not None:  # what this run showed of its tools, for later reviews
+        tool_profiles_observe(project_id=trace.project_id, usage=tool_usage(full.request))
     trace.review_status = Trace.ReviewStatus.REVIEWED
     trace.review_status_reason = plan.reason
     trace.review_status_at = now

@@ -30,12 +30,26 @@ _NOT_DISSATISFIED = re.compile(
 )
 
 
+# A token wrapped in symbol runs ("###STOP###", "<<END>>") is a marker a program wrote (a
+# simulated user ending the conversation), not a person's words.
+MARKER = re.compile(r"([#<>\[\]=*_~]{2,})\w+\1|[#<\[=*_~]{2,}\w+[#>\]=*_~]{2,}")
+
+
 def is_dissatisfied(text: str) -> bool:
     """A small, deliberate detector: a complaint phrase, unless a benign phrase explains it."""
     if not text or not _DISSATISFIED.search(text):
         return False
-    cleaned = _NOT_DISSATISFIED.sub(" ", text)
+    cleaned = _NOT_DISSATISFIED.sub(" ", MARKER.sub(" ", text))
     return bool(_DISSATISFIED.search(cleaned))
+
+
+def dissatisfied_sentence(text: str) -> str:
+    """The sentence of a turn that carries the complaint ("Thanks. But that's wrong." gives the
+    second), or the turn when no single sentence does."""
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", text):
+        if is_dissatisfied(sentence):
+            return sentence.strip()
+    return text.strip()
 
 
 def full_review_reason(trace: TraceView, steps: list[StepView]) -> str | None:

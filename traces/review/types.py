@@ -1,9 +1,12 @@
 """What a reviewer is given and what it must return (also the LLM's JSON schema)."""
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from traces.review.tool_effects import ToolEffect, tool_effect
 
 Label = Literal["necessary", "redundant", "misleading", "failed"]
 
@@ -35,6 +38,19 @@ class TraceView:
     feedback: str
     final_answer: str
     duration_ms: int | None
+    # What the project knows of each tool of the run (traces.services.tool_profiles); a tool
+    # missing here is judged by its name.
+    tool_effects: Mapping[str, ToolEffect] = field(default_factory=dict)
+
+    def effect(self, tool: str) -> ToolEffect:
+        return self.tool_effects.get(tool) or tool_effect(tool)
+
+    def call_effect(self, step: "StepView") -> ToolEffect:
+        """The effect of one call (a tool that commits with one argument navigates with the
+        others: tool_effects.ToolEffect.of_call)."""
+        from traces.review.scene import argument_summary  # scene reads StepView from here
+
+        return self.effect(step.tool).of_call(argument_summary(step.arguments))
 
 
 @dataclass(frozen=True)
@@ -83,6 +99,16 @@ class ReviewTemplate(BaseModel):
         default="",
         description="where it went wrong: the step to avoid and what it led to (empty if "
         "nothing went wrong)",
+    )
+    replay: str = Field(
+        default="",
+        description="the same run with its literal values (ids, names), for when the very same "
+        "case comes again: its calls in order and what went wrong",
+    )
+    blamed_step: int | None = Field(
+        default=None,
+        description="the step index the lesson forbids (null when nothing went wrong); never a "
+        "read-only look-up whose result the run used",
     )
     worth_reference: bool = Field(description="is this trajectory worth using as a reference?")
     labels: list[StepJudgement]

@@ -25,6 +25,7 @@ from traces.schemas import StepIn, TraceHeaderIn, TraceIn
 from traces.services.audit import audit_event
 from traces.services.digests import content_digest, digest_matches
 from traces.services.review_queue import review_enqueue
+from traces.services.tool_profiles import tool_profiles_declare
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +44,10 @@ def payload_digest(payload: TraceIn, *, legacy: bool = False) -> tuple[str, list
     """The trace's content digest and its steps' (each step is serialised once, not twice);
     `legacy`: as written before v2 (traces.services.digests)."""
     hashes = [step_hash(s, legacy=legacy) for s in payload.steps]
-    header = payload.model_dump(mode="json", exclude={"steps"})
+    # Without declared tools the header reads as it did before `tools` existed, so a retry of a
+    # trace stored then still matches its digest.
+    unset = {"steps"} if payload.tools else {"steps", "tools"}
+    header = payload.model_dump(mode="json", exclude=unset)
     return content_digest({"trace": header, "steps": hashes}, legacy=legacy), hashes
 
 
@@ -198,6 +202,7 @@ def trace_ingest(
         with transaction.atomic():
             trace.save()
             Step.objects.bulk_create(steps)
+            tool_profiles_declare(project_id=project.pk, declarations=payload.tools)
             if settings.HINDSIGHT_AUDIT_INGEST:
                 _ingest_audit(trace, api_key).save()
             transaction.on_commit(partial(_hand_over, trace))
@@ -342,6 +347,8 @@ def _bulk_create(
             for step, digest in zip(payload.steps, step_hashes[payload.external_id], strict=True)
         )
         steps_copy(rows)
+        declared = [d for _, payload, _ in fresh for d in payload.tools]
+        tool_profiles_declare(project_id=project.pk, declarations=declared)
         if settings.HINDSIGHT_AUDIT_INGEST:
             instances_copy([_ingest_audit(t, api_key) for t in traces])
         ids = [t.pk for t in traces]

@@ -24,12 +24,16 @@ from traces.services.ingest import (
     trace_set_timing,
 )
 from traces.services.review_queue import review_enqueue
+from traces.services.tool_profiles import tool_profiles_declare
 
 
 def trace_open(
     *, project: Project, payload: TraceOpenIn, api_key: ApiKey | None = None
 ) -> IngestResult:
-    opening = {"open": payload.model_dump(mode="json")}
+    # Without declared tools the opening reads as it did before `tools` existed (its digest).
+    opening = {
+        "open": payload.model_dump(mode="json", exclude=None if payload.tools else {"tools"})
+    }
     digest = content_digest(opening)
     existing = Trace.objects.filter(project=project, external_id=payload.external_id).first()
     if existing is None:
@@ -37,6 +41,7 @@ def trace_open(
         try:
             with transaction.atomic():
                 trace.save()
+                tool_profiles_declare(project_id=project.pk, declarations=payload.tools)
                 audit_event(
                     action="trace.open",
                     object_type="trace",

@@ -1,65 +1,105 @@
 """The review template (goal, path, decisions, improvements, the second-person experience),
-built from the labels, so a human relabel re-derives the same way: a success yields a strategy
-("When you …, Search …, then …"), a failure a lesson ("When you …, do not …: it led to …;
-instead …").
+built from the labels, so a human relabel re-derives the same way.
+
+The experience is a strategy that transfers, in the injection form the seeds ask for: a success
+reads "When you use <the call that changed state>, first <the calls before it>, then …", a
+failure "When you use <tool>: do not <the blamed call>: <what happened>. Instead, <what worked>."
+The calls are placeholders (`placeholders`: the values that came from the request or an earlier
+result are named by where they came from), the blamed step is the one the evidence blames
+(`blame`), and the request is not quoted (the scene it is matched on is stored apart). The
+literal run, ids included, is the `replay`: served only when the very same case comes again.
 """
 
-import json
-import re
 from collections.abc import Mapping
 
-from traces.review.heuristic.signals import error_opening, error_text
+from traces.review.heuristic.blame import REFUSED, Blame, blame_of
+from traces.review.heuristic.placeholders import (
+    Sources,
+    call_pattern,
+    is_aside,
+    literal_call,
+    literal_path,
+    path_pattern,
+    when_you_use,
+)
+from traces.review.heuristic.signals import error_text
 from traces.review.scene import action_phrase, cut_at_word, first_sentence, scene_summary
 from traces.review.types import ReviewRequest, ReviewTemplate, StepJudgement, StepView
-
-
-def _when(request: ReviewRequest, summary: str) -> str:
-    env = request.trace.environment
-    where = f" ({', '.join(env)})" if env else ""
-    return f'When you work on "{summary}"{where}'
-
-
-def _path_phrase(calls: list[StepView], limit: int = 5) -> str:
-    phrases = [action_phrase(s) for s in calls]
-    unique = list(dict.fromkeys(phrases))
-    text = ", then ".join(unique[:limit])
-    if len(unique) > limit:
-        text += f", then {len(unique) - limit} more step(s)"
-    return text
-
-
-def _json_result(result: str) -> str | None:
-    """A JSON result in words ("no results", "3 results", "a result with id, status"): its
-    first sentence would be a cut-off bracket, which reads as nothing ("…")."""
-    if not result.startswith(("[", "{")):
-        return None
-    try:
-        value = json.loads(result)
-    except ValueError:
-        return None
-    if isinstance(value, list):
-        return "no results" if not value else f"{len(value)} result{'s' * (len(value) > 1)}"
-    if isinstance(value, dict):
-        keys = ", ".join(str(k) for k in list(value)[:3])
-        return f"a result with {keys}" if keys else "an empty result"
-    return None
-
-
-def _consequence(step: StepView, request: ReviewRequest) -> str:
-    if step.is_error or error_opening(step):
-        return f"an error ({error_text(step)})"
-    result = (step.observation_raw or step.observation).strip()
-    if (in_words := _json_result(result)) is not None:
-        return in_words
-    if result:
-        last = re.sub(r"(\d+\.\d{2})\d+", r"\1", result.splitlines()[-1])  # 0.6666… -> 0.66
-        return f'"{first_sentence(last, 80)}"'
-    return f"a {request.trace.outcome}"
 
 
 def _first_reply(steps: list[StepView]) -> str:
     reply = next((s for s in steps if s.kind == "llm_reasoning" and s.content.strip()), None)
     return f' (the first reply was "{first_sentence(reply.content, 80)}")' if reply else ""
+
+
+def _anchor(calls: list[StepView], request: ReviewRequest) -> StepView:
+    """The call a strategy is about: the last one that changed state, else the last one."""
+    changes = [c for c in calls if request.trace.call_effect(c).changes_state]
+    return changes[-1] if changes else calls[-1]
+
+
+def _strategy(calls: list[StepView], request: ReviewRequest, sources: Sources) -> str:
+    """'When you use X, first A, then B; call it with <…>': what to do before (and after) the
+    call that mattered, as placeholders. X is named as the condition only: advice for when an
+    agent makes that call, never a push to make it."""
+    calls = [c for c in calls if not is_aside(c)] or calls
+    anchor = _anchor(calls, request)
+    before = [c for c in calls if c.index < anchor.index]
+    after = [c for c in calls if c.index > anchor.index]
+    return when_you_use(
+        anchor.tool,
+        path_pattern(before, sources, 3) if before else "",
+        call_pattern(anchor, sources),
+        path_pattern(after, sources, 1) if after else "",
+    )
+
+
+def _blamed_phrase(blame: Blame, sources: Sources) -> str:
+    step = blame.step
+    if step.tool:
+        return call_pattern(step, sources)
+    return f'end with a reply like "{first_sentence(step.content, 60)}"'
+
+
+def _lesson(
+    blame: Blame, necessary_calls: list[StepView], request: ReviewRequest, sources: Sources
+) -> tuple[str, str]:
+    """(advice, pitfall) of a run that failed, or of a success's pitfall."""
+    step = blame.step
+    phrase = _blamed_phrase(blame, sources)
+    pitfall = f"{phrase}: {blame.consequence}"
+    where = f"When you use {step.tool}" if step.tool else "When you answer"
+    if blame.evidence == REFUSED:
+        # The final answer or purchase is needed every time, and its literal value belongs to
+        # that one case: the lesson is to check what it rests on.
+        shown = phrase if '"' not in phrase else f"the run's {step.tool}"
+        advice = (
+            f"{where}: {shown} was refused ({blame.consequence}); check it against every "
+            f"part of the request before you {step.tool}."
+        )
+    else:
+        advice = f"{where}: do not {pitfall}."
+    recovered = [s for s in necessary_calls if s.index > step.index]
+    instead = path_pattern(recovered, sources, 3) if recovered else ""
+    if instead and instead != _blamed_phrase(blame, sources):
+        advice += f" Instead, {instead}."
+    return advice, pitfall
+
+
+def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blame | None) -> str:
+    """The same run with its literal values, for the very same case (ids, question) again."""
+    outcome = request.trace.outcome
+    calls = necessary_calls or [s for s in request.steps if s.tool]
+    text = f"The same case ran before ({outcome})"
+    if calls:
+        text += f": {literal_path(calls)}"
+    if blame is not None:
+        step = blame.step
+        what = literal_call(step) if step.tool else f'reply "{first_sentence(step.content, 60)}"'
+        text += f"; do not {what}: {blame.consequence}"
+    elif outcome in ("success", "partial") and request.trace.final_answer:
+        text += f'; the answer was "{cut_at_word(request.trace.final_answer, 80)}"'
+    return text + "."
 
 
 def build_template(request: ReviewRequest, labels: Mapping[int, StepJudgement]) -> ReviewTemplate:
@@ -89,57 +129,45 @@ def build_template(request: ReviewRequest, labels: Mapping[int, StepJudgement]) 
     redundant_calls = [s for s in by_label["redundant"] if s.tool]
     if redundant_calls:
         improvements.append(
-            f"skip {_path_phrase(redundant_calls, 3)}: {len(redundant_calls)} call(s) "
+            f"skip {literal_path(redundant_calls, 3)}: {len(redundant_calls)} call(s) "
             "did not affect the result"
         )
     failed_phrases = list(dict.fromkeys(action_phrase(s) for s in by_label["failed"] if s.tool))
     if failed_phrases:
         improvements.append(f"avoid {'; '.join(failed_phrases[:3])}: it failed")
-    for step in by_label["misleading"][:2]:
-        if step.tool:
-            improvements.append(f"do not {action_phrase(step)}: it led the wrong way")
 
     outcome = request.trace.outcome
-    when = _when(request, summary)
-    strategy = _path_phrase(necessary_calls) if necessary_calls else ""
+    sources = Sources.of(request.trace.task, steps)
+    calls = [s for s in steps if s.tool]
+    strategy = path_pattern(necessary_calls, sources) if necessary_calls else ""
+    when_strategy = _strategy(necessary_calls, request, sources) if necessary_calls else ""
+    blame = blame_of(request, {i: j.label for i, j in labels.items()})
     pitfall = ""
-    wrong = [s for s in by_label["misleading"] + by_label["failed"] if s.tool]
-    wrong.sort(key=lambda s: s.index)
-    if wrong:
-        first_wrong = next((s for s in wrong if s in by_label["misleading"]), wrong[0])
-        end = wrong[-1]
-        pitfall = f"{action_phrase(first_wrong)}: it led to {_consequence(end, request)}"
-        repeats = len([s for s in by_label["failed"] if s.tool])
-        if repeats > 1:
-            pitfall += f" ({repeats} failed calls in all)"
-    if outcome == "failure":
-        if pitfall:
-            advice = f"{when}, do not {pitfall}."
-            recovered = [s for s in necessary_calls if s.index > wrong[0].index]
-            if recovered:
-                advice += f" Instead, {_path_phrase(recovered, 3)}."
-            elif strategy:
-                advice += f" What did work: {strategy}."
-        elif strategy:
-            advice = f"{when}, {strategy} was not enough: the run failed."
-        elif calls := [s for s in steps if s.tool]:
-            advice = f"{when}, this approach failed: {_path_phrase(calls, 3)}."
+    if blame is not None:
+        advice, pitfall = _lesson(blame, necessary_calls, request, sources)
+        if labels[blame.step.index].label != "failed":  # a failed one is listed above
+            improvements.append(
+                f"do not {literal_call(blame.step) if blame.step.tool else 'end so'}: "
+                f"{blame.consequence} ({blame.evidence})"
+            )
+        if outcome != "failure":
+            advice = f"{when_strategy}. Do not {pitfall}." if when_strategy else advice
+    elif outcome == "failure":
+        if calls:
+            tried = path_pattern(calls, sources, 3)
+            advice = f"When you use {calls[0].tool}: {tried} was not enough: the run failed."
         else:
             # No tool was called at all: the way not to go is answering from the conversation
             # alone, and the first reply is where the run chose it.
             pitfall = "answer without calling a tool" + _first_reply(steps)
-            advice = f"{when}, do not {pitfall}: the run failed."
+            advice = f"When you answer: do not {pitfall}: the run failed."
+    elif when_strategy:
+        advice = f"{when_strategy}."
+    elif calls:
+        advice = f"When you use {calls[0].tool}: {path_pattern(calls, sources, 3)}."
     else:
-        if strategy:
-            advice = f"{when}, {strategy}."
-        elif request.trace.final_answer:
-            advice = f'{when}, the answer was "{cut_at_word(request.trace.final_answer, 80)}".'
-        else:
-            advice = (
-                f"{when}, {_path_phrase([s for s in steps if s.tool], 3) or 'answer directly'}."
-            )
-        if pitfall:
-            advice += f" Do not {pitfall}."
+        advice = "When you can answer from the conversation alone, answer directly."
+    replay = _replay(request, necessary_calls, blame)
     # Worth referencing when it shows a way (a strategy, an answer) or a way not to go.
     worth = bool(strategy or pitfall or request.trace.final_answer)
     return ReviewTemplate(
@@ -153,6 +181,8 @@ def build_template(request: ReviewRequest, labels: Mapping[int, StepJudgement]) 
         experience=advice,
         strategy=strategy,
         pitfall=pitfall,
+        replay=replay,
+        blamed_step=blame.step.index if blame is not None else None,
         worth_reference=worth,
         labels=[labels[s.index] for s in steps],
     )

@@ -1,0 +1,263 @@
+"""Would an agent that followed the served advice do better? What recall's items *say*, judged
+with each dataset's own gold, never with the product's own labels.
+
+Per dataset (the figures of issue 23):
+
+* `forbids_read_only` — of the "do not …" instructions in the distinct served items, those whose
+  forbidden call is a read-only call (the dataset's gold: τ-bench's tools that change nothing,
+  bench/datasets/tau.write_tools; HotpotQA's
+  Search / Lookup, WebShop's search and every click but "Buy Now") that did not fail (the
+  instruction does not say it returned an error or nothing);
+* `junk_consequences` — served items whose consequence is a list of JSON keys (`a result with
+  id, status, …`) or raw JSON;
+* `other_run_identifiers` — served items (probe × item) that instruct a literal the new task does
+  not contain (outside named placeholders and quoted consequences such as `it returned "…"`): an
+  identifier (a token with a digit or an underscore) or a quoted value that is not
+  constant across the dataset's runs (a value in ≥ 10 % of the history's calls, like "Buy Now",
+  is constant). Items marked `same_instance` (an exact replay for the same case) are excepted
+  and counted apart;
+* `state_changing_unneeded` — probes for which one of the first three items tells the agent to
+  make a state-changing call (the gold's writes, named outside a "do not" clause and outside the
+  "When you use X:" condition an item opens with) that the probe's gold does not need (τ-bench:
+  its gold actions; HotpotQA: Finish is always needed);
+* `wrong_write_warned` — probes whose task failed in the history through a wrong write (a write
+  the gold does not have, by name and arguments): the share where one of the first three items
+  warns of that write ("do not" / "avoid" naming its tool);
+* `block_chars_median` — the prompt block's length at the median.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from statistics import median
+from typing import Any
+
+from bench.datasets import Run
+
+_DO_NOT = re.compile(r"\b(?:do not|don't|never|avoid)\s+(.+?)(?=\.\s|\.$|;\s|$)", re.I)
+_FAILED_WORDS = re.compile(
+    r"\b(error|errored|failed|could not|couldn't|no results?|nothing|not found|invalid|refused|"
+    r"incorrect|empty)\b",
+    re.I,
+)
+_KEY_LIST = re.compile(r"\ba result with [\w.]+(?:, [\w.]+)+|led to \"?[{\[]")
+_IDENTIFIER = re.compile(r"\b(?=\w*\d)(?=\w*[A-Za-z])\w{4,}\b|\b[a-z]+_[a-z0-9_]+\b")
+_QUOTED = re.compile(r'"([^"]{2,80})"')
+_WARNS = re.compile(r"\b(do not|don't|never|avoid|warn|before you)\b", re.I)
+
+
+# ---------------------------------------------------------------------------- the gold
+
+
+def tools_of(data_dataset: str, runs: list[Run]) -> set[str]:
+    tools = set()
+    for run in runs:
+        for step in run.body.get("steps", []):
+            if step.get("tool"):
+                tools.add(step["tool"])
+        for message in run.body.get("messages", []):
+            for call in message.get("tool_calls") or []:
+                tools.add(call["function"]["name"])
+    return tools
+
+
+def writes_of(dataset: str, runs: list[Run]) -> set[str]:
+    """The state-changing tools by the dataset's gold."""
+    if dataset == "tau":
+        return {w for r in runs for w in r.meta.get("writes", [])}
+    if dataset == "hotpotqa":
+        return {"Finish"}
+    return set()  # WebShop: "Buy Now" is a click, judged by its argument
+
+
+def is_read_only(dataset: str, tool: str, argument: str, writes: set[str]) -> bool:
+    if dataset == "webshop":
+        return tool == "search" or (tool == "click" and "buy now" not in argument.lower())
+    return tool not in writes
+
+
+def _gold_needs(dataset: str, run: Run) -> set[str]:
+    if dataset == "tau":
+        return {a["name"] for a in run.meta.get("gold_actions", [])} & set(run.meta["writes"])
+    if dataset == "hotpotqa":
+        return {"Finish"}
+    return set()
+
+
+def _calls(run: Run) -> list[tuple[str, Any]]:
+    if "steps" in run.body:
+        return [(s["tool"], s.get("arguments")) for s in run.body["steps"] if s.get("tool")]
+    import json
+
+    calls = []
+    for message in run.body.get("messages", []):
+        for call in message.get("tool_calls") or []:
+            try:
+                arguments = json.loads(call["function"].get("arguments") or "{}")
+            except ValueError:
+                arguments = {}
+            calls.append((call["function"]["name"], arguments))
+    return calls
+
+
+def _wrong_writes(run: Run, writes: set[str]) -> set[str]:
+    """The write tools a failed τ-bench run called that its gold does not have (by name and
+    arguments)."""
+    gold = [(a["name"], a.get("kwargs", {})) for a in run.meta.get("gold_actions", [])]
+    wrong = set()
+    for tool, arguments in _calls(run):
+        if tool in writes and (tool, arguments) not in gold:
+            wrong.add(tool)
+    return wrong
+
+
+def constant_values(runs: list[Run]) -> set[str]:
+    """Argument values in at least 10 % of the runs (controls, not instances)."""
+    counts: Counter[str] = Counter()
+    for run in runs:
+        seen = set()
+        for _, arguments in _calls(run):
+            values = arguments.values() if isinstance(arguments, dict) else [arguments]
+            seen |= {str(v).strip().lower() for v in values if isinstance(v, str | int)}
+        counts.update(seen)
+    return {v for v, c in counts.items() if c >= max(2, len(runs) // 10)}
+
+
+# ---------------------------------------------------------------------------- the figures
+
+
+def forbidden_calls(advice: str, tools: set[str]) -> list[tuple[str, str, str]]:
+    """(tool, its argument text, the whole clause) of each "do not …" instruction."""
+    found = []
+    for match in _DO_NOT.finditer(advice):
+        clause = match.group(1)
+        words = re.findall(r"[\w.-]+", clause)
+        tool = next((w for w in words[:6] if w in tools), "")
+        if tool:
+            after = clause.split(tool, 1)[1]
+            found.append((tool, after, clause))
+    return found
+
+
+def lesson_figures(
+    dataset: str,
+    history: list[Run],
+    probes: list[Run],
+    answers: list[dict],
+) -> dict:
+    tools = tools_of(dataset, history)
+    writes = writes_of(dataset, history + probes)
+    constants = constant_values(history)
+    served: dict[int, dict] = {}
+    for answer in answers:
+        for item in answer["items"]:
+            served.setdefault(item["experience_id"], item)
+
+    instructions = read_only_forbidden = 0
+    junk = 0
+    for item in served.values():
+        for tool, argument, clause in forbidden_calls(item["advice"], tools):
+            instructions += 1
+            if is_read_only(dataset, tool, argument, writes) and not _FAILED_WORDS.search(clause):
+                read_only_forbidden += 1
+        junk += bool(_KEY_LIST.search(item["advice"]))
+
+    literal_items = replay_items = items = 0
+    unneeded = 0
+    warned = warn_cases = 0
+    failed_writes: dict[str, set[str]] = {}
+    for run in history:
+        if run.body["outcome"] != "success" and dataset == "tau":
+            failed_writes.setdefault(run.group, set()).update(_wrong_writes(run, writes))
+    for probe, answer in zip(probes, answers, strict=True):
+        task = probe.task.lower()
+        for item in answer["items"]:
+            items += 1
+            if item.get("same_instance"):
+                replay_items += 1
+                continue
+            if _instructs_other_literal(item["advice"], task, tools, constants):
+                literal_items += 1
+        first = answer["items"][:3]
+        needs = _gold_needs(dataset, probe)
+        if any(_recommends(i["advice"], writes - needs, tools) for i in first):
+            unneeded += 1
+        wrong = failed_writes.get(probe.group, set())
+        if wrong:
+            warn_cases += 1
+            if any(
+                tool in wrong for i in first for tool, _, _ in forbidden_calls(i["advice"], tools)
+            ):
+                warned += 1
+    blocks = [len(a.get("prompt_block", "")) for a in answers]
+    return {
+        "served_experiences": len(served),
+        "do_not_instructions": instructions,
+        "forbids_read_only": read_only_forbidden,
+        "junk_consequences": junk,
+        "items": items,
+        "other_run_identifiers": literal_items,
+        "other_run_identifiers_share": round(literal_items / items, 3) if items else 0.0,
+        "same_instance_items": replay_items,
+        "state_changing_unneeded_share": round(unneeded / len(probes), 3) if probes else 0.0,
+        "wrong_write_cases": warn_cases,
+        "wrong_write_warned_share": round(warned / warn_cases, 3) if warn_cases else None,
+        "block_chars_median": int(median(blocks)) if blocks else 0,
+    }
+
+
+_PLACEHOLDER = re.compile(r"<[^<>]{1,80}>")
+# What happened, quoted (an error text, the user's words): a consequence, not an instruction.
+_REPORTED = re.compile(r'\b(returned|said|replied|says|was) "[^"]*"')
+
+
+def _instructs_other_literal(advice: str, task: str, tools: set[str], constants: set[str]) -> bool:
+    # Named placeholders (<user_id from …>) and reported words are no instruction of a literal.
+    advice = _REPORTED.sub(" ", _PLACEHOLDER.sub(" ", advice))
+    for token in _IDENTIFIER.findall(advice):
+        if token in tools or token.lower() in task:
+            continue
+        return True
+    for quoted in _QUOTED.findall(advice):
+        value = quoted.strip().lower()
+        if value in task or value in constants or value in {t.lower() for t in tools}:
+            continue
+        return True
+    return False
+
+
+_CONDITION = re.compile(r"\bwhen you use [\w.-]+[:,]", re.I)
+
+
+def _recommends(advice: str, unneeded: set[str], tools: set[str]) -> bool:
+    """The advice tells the agent to call one of `unneeded`: named outside a "do not" clause and
+    outside the "When you use X:" condition it starts with."""
+    if not unneeded:
+        return False
+    kept = _CONDITION.sub(" ", _DO_NOT.sub(" ", advice))
+    words = set(re.findall(r"[\w.-]+", kept))
+    return bool(words & unneeded)
+
+
+def right_tools_first(
+    dataset: str, probes: list[Run], answers: list[dict], history: list[Run]
+) -> float:
+    """Of the probes, the share whose first item names the tools the task needs: τ-bench, its
+    gold actions' tools (all of them; a task needing none counts when the item names no write);
+    HotpotQA, Search and Finish; WebShop, search and click."""
+    writes = writes_of(dataset, history + probes)
+    good = 0
+    for probe, answer in zip(probes, answers, strict=True):
+        if not answer["items"]:
+            continue
+        advice = answer["items"][0]["advice"]
+        named = set(re.findall(r"[\w.-]+", _DO_NOT.sub(" ", advice)))
+        if dataset == "tau":
+            needs = _gold_needs(dataset, probe)
+            good += needs <= named if needs else not (named & writes)
+        elif dataset == "hotpotqa":
+            good += {"Search", "Finish"} <= named
+        else:
+            good += {"search", "click"} <= named
+    return round(good / len(probes), 3) if probes else 0.0

@@ -1,0 +1,208 @@
+"""What a family of runs teaches beyond any one of them (ExpeL's insights, Agent Workflow
+Memory's workflows), computed from the episodes' call patterns alone (no database, no LLM).
+
+**Workflow** (at least MIN_SUCCESSES successful runs): the tools that at least half of the
+successful runs called among their necessary calls, in the order they called them (the mean of
+each tool's relative position), each shown by the way the runs called it most often (its
+placeholders, see traces.review.heuristic.placeholders), anchored on the last state-changing
+one: "When you use X, first A, then B; call it with <…>".
+
+**Insights** (successes and failures both present): a run is described by what it did — each
+tool it called, each tool it called before a state-changing one, each tool whose call failed —
+and a feature whose share among the successes and among the failures differ by at least
+MIN_CONTRAST (and that at least MIN_RUNS runs on the side it speaks for show) becomes an
+insight, with its counts: "When you use update_reservation_flights: successful runs call
+get_reservation_details before it (5 of 6 successful runs, 1 of 4 failed runs)." An insight
+never tells the agent to avoid a read-only call, nor to change something after looking it up:
+only failed calls, state-changing calls and one change made after another can be what failures
+do more.
+"""
+
+from collections import Counter
+from dataclasses import dataclass
+from statistics import mean
+
+from traces.review.heuristic.placeholders import when_you_use
+
+MIN_SUCCESSES = 2
+MIN_RUNS = 2
+MIN_CONTRAST = 0.5
+MAX_INSIGHTS = 3
+MAX_WORKFLOW_CALLS = 5
+
+
+@dataclass(frozen=True)
+class Member:
+    """One run of the family as its episode recorded it."""
+
+    trace_id: int
+    succeeded: bool
+    calls: list[dict]  # [{"tool", "pattern", "effect", "errored", "necessary"}]
+
+
+@dataclass(frozen=True)
+class Induced:
+    key: str  # what identifies it among the family's items (kept across inductions)
+    kind: str  # "workflow" | "insight"
+    polarity: str  # "success" | "failure"
+    advice: str
+    support: int  # runs it rests on
+    successes: int
+    failures: int
+    trace_ids: list[int]  # its provenance
+    tools: list[str]
+
+
+def _pattern_of(members: list[Member], tool: str) -> str:
+    """How the family's runs call a tool, most often (its placeholders)."""
+    patterns = Counter(
+        c["pattern"] for m in members for c in m.calls if c["tool"] == tool and not c["errored"]
+    )
+    return patterns.most_common(1)[0][0] if patterns else tool
+
+
+def workflow(members: list[Member]) -> Induced | None:
+    successes = [m for m in members if m.succeeded and m.calls]
+    if len(successes) < MIN_SUCCESSES:
+        return None
+    positions: dict[str, list[float]] = {}
+    effects: dict[str, str] = {}
+    holders: dict[str, set[int]] = {}
+    for member in successes:
+        made = [c for c in member.calls if c["necessary"] and not c["errored"]] or [
+            c for c in member.calls if not c["errored"]
+        ]
+        seen: list[str] = []
+        for call in made:
+            if call["tool"] not in seen:
+                seen.append(call["tool"])
+                effects[call["tool"]] = call["effect"]
+        for rank, tool in enumerate(seen):
+            positions.setdefault(tool, []).append(rank / max(len(seen) - 1, 1))
+            holders.setdefault(tool, set()).add(member.trace_id)
+    needed = max(MIN_SUCCESSES, (len(successes) + 1) // 2)
+    kept = [t for t, runs in holders.items() if len(runs) >= needed]
+    if not kept:
+        return None
+    kept.sort(key=lambda t: (mean(positions[t]), -len(holders[t])))
+    kept = kept[:MAX_WORKFLOW_CALLS]
+    writes = [t for t in kept if effects[t] == "write"]
+    anchor = writes[-1] if writes else kept[-1]
+    shown = {t: _pattern_of(successes, t) for t in kept}
+    before = [shown[t] for t in kept[: kept.index(anchor)]]
+    after = [shown[t] for t in kept[kept.index(anchor) + 1 :]]
+    advice = when_you_use(anchor, ", then ".join(before), shown[anchor], ", then ".join(after))
+    resting = sorted({t for tool in kept for t in holders[tool]})
+    return Induced(
+        key="workflow",
+        kind="workflow",
+        polarity="success",
+        advice=advice + ".",
+        support=len(successes),
+        successes=len(successes),
+        failures=0,
+        trace_ids=resting,
+        tools=sorted(kept),
+    )
+
+
+def _features(member: Member) -> dict[str, tuple[str, str, str]]:
+    """key -> (kind, subject, text) of what the run did."""
+    found: dict[str, tuple[str, str, str]] = {}
+    first_at: dict[str, int] = {}
+    effect_of: dict[str, str] = {}
+    for position, call in enumerate(member.calls):
+        tool = call["tool"]
+        effect_of.setdefault(tool, call["effect"])
+        first_at.setdefault(tool, position)
+        if call["errored"]:
+            found[f"failed:{tool}"] = ("failed", tool, f"had a {tool} call fail")
+        elif call["effect"] != "read":
+            found[f"call:{tool}"] = ("call", tool, f"called {tool}")
+        else:
+            found[f"read:{tool}"] = ("read", tool, f"called {tool}")
+    for first, at in first_at.items():
+        for second, later in first_at.items():
+            if first != second and at < later and effect_of.get(second) != "read":
+                text = f"called {first} before {second}"
+                kind = "before" if effect_of.get(first) == "read" else "write-before"
+                found[f"before:{first}>{second}"] = (kind, second, text)
+    return found
+
+
+def _insight_advice(key: str, feature: tuple[str, str, str], for_success: bool, counts: str) -> str:
+    kind, subject, text = feature
+    text = text.replace(f"before {subject}", "before it")  # the condition names it already
+    if for_success:
+        did = text.replace("called", "call", 1).replace("had a", "have no", 1)
+        if kind == "failed":
+            did = f"have no failed {subject} call"
+        return f"When you use {subject}: successful runs {did} ({counts})."
+    if kind == "write-before":
+        first, second = key.removeprefix("before:").split(">")
+        return f"When you use {second}: do not call it after {first} ({counts} did)."
+    if kind == "failed":
+        return (
+            f"When you use {subject}: check its arguments first: a {subject} call failed in "
+            f"failed runs ({counts})."
+        )
+    return (
+        f"When you use {subject}: do not {text.removeprefix('called ')} unless the request asks "
+        f"for it ({counts} did)."
+    )
+
+
+def insights(members: list[Member]) -> list[Induced]:
+    """The family's contrasts (see the module docstring), strongest first."""
+    successes = [m for m in members if m.succeeded]
+    failures = [m for m in members if not m.succeeded]
+    if not successes or not failures or len(members) < 3:
+        return []
+    in_success: Counter[str] = Counter()
+    in_failure: Counter[str] = Counter()
+    described: dict[str, tuple[str, str, str]] = {}
+    runs_of: dict[str, list[int]] = {}
+    for member in members:
+        features = _features(member)
+        described.update(features)
+        for key in features:
+            (in_success if member.succeeded else in_failure)[key] += 1
+            runs_of.setdefault(key, []).append(member.trace_id)
+    found = []
+    n_s, n_f = len(successes), len(failures)
+    for key, (kind, subject, _text) in described.items():
+        share_s, share_f = in_success[key] / n_s, in_failure[key] / n_f
+        contrast = share_s - share_f
+        if abs(contrast) < MIN_CONTRAST:
+            continue
+        speaks_for_success = contrast > 0
+        if (in_success[key] if speaks_for_success else in_failure[key]) < MIN_RUNS:
+            continue
+        if not speaks_for_success and kind in ("read", "before"):
+            continue  # never "avoid looking it up", nor "do not change it after looking up"
+        feature = described[key]
+        if feature[0] in ("call", "read"):  # show how the runs called it
+            feature = (feature[0], subject, f"called {_pattern_of(members, subject)}")
+        advice = _insight_advice(
+            key, feature, speaks_for_success,
+            f"{in_success[key]} of {n_s} successful runs, {in_failure[key]} of {n_f} failed runs",
+        )  # fmt: skip
+        found.append(
+            (
+                abs(contrast),
+                in_success[key] + in_failure[key],
+                Induced(
+                    key=f"insight:{key}",
+                    kind="insight",
+                    polarity="success" if speaks_for_success else "failure",
+                    advice=advice,
+                    support=len(runs_of[key]),
+                    successes=in_success[key],
+                    failures=in_failure[key],
+                    trace_ids=sorted(runs_of[key]),
+                    tools=[subject],
+                ),
+            )
+        )
+    found.sort(key=lambda f: (f[0], f[1]), reverse=True)
+    return [induced for *_, induced in found[:MAX_INSIGHTS]]

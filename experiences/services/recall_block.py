@@ -1,0 +1,123 @@
+"""What recall hands an agent: each item marked as the very same case or not, and the prompt
+block in the seeds' injection form (per tool, "When you use X: …"), the family's workflow first,
+each line with its kind, polarity and support, short enough to sit before the user's input.
+
+**What is served.** The k best-scored items, except that the best family workflow among the
+candidates takes the last place when none made the k (a task never seen before is what a
+family's workflow is for). **Order**: the same case first (its replay is the most specific
+memory there is), then the family's workflow, then the rest by score.
+
+**The same case.** An item is the same case as the query when the query names one of the
+identifiers of the item's request (a user id, an order number: tokens with a digit, an
+underscore or other inner punctuation) or asks nearly the same thing (similarity at least
+HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY). Then the exact replay of that run, identifiers
+included, is served in place of the general advice; any other item gives only the strategy.
+"""
+
+from dataclasses import dataclass, replace
+
+from django.conf import settings
+from django.db import connections, router
+
+from experiences.models import Experience
+from traces.review.heuristic.values import key_values
+from traces.review.scene import cut_at_word
+
+LINE_CHARS = 180  # one item of the block: five fit in ~1,000 characters
+_HEADER = "Experience from earlier runs (hindsight); check it fits this task:"
+
+
+@dataclass(frozen=True)
+class Case:
+    """What only the returned items need: their replay and whether they are the same case."""
+
+    same_instance: bool = False
+    replay: str = ""
+
+
+def _identifiers(text: str) -> set[str]:
+    return {v for v in key_values(text) if any(c.isdigit() or c in "_.:/@#-" for c in v)}
+
+
+def same_case_of(items, query_task: str) -> dict[int, Case]:
+    """Each item's Case (one query for the k returned items' request and replay)."""
+    if not items:
+        return {}
+    ids = [item.experience.id for item in items]
+    with connections[router.db_for_read(Experience, replica=True)].cursor() as cursor:
+        cursor.execute(
+            "SELECT id, request, summary, replay FROM experiences_experience WHERE id = ANY(%s)",
+            [ids],
+        )
+        rows = {row[0]: row[1:] for row in cursor.fetchall()}
+    asked = _identifiers(query_task)
+    threshold = settings.HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY
+    cases = {}
+    for item in items:
+        request, summary, replay = rows.get(item.experience.id, ("", "", ""))
+        named = bool(asked & _identifiers(request or summary))
+        near = item.score_parts.get("similarity", 0.0) >= threshold
+        same = bool(replay) and item.experience.kind == "episode" and (named or near)
+        cases[item.experience.id] = Case(same_instance=same, replay=replay if same else "")
+    return cases
+
+
+def _label(item, case: Case) -> str:
+    experience = item.experience
+    runs = experience.support_count
+    plural = "s" if runs != 1 else ""
+    if experience.kind == "workflow":
+        return f"Workflow ({runs} successful run{plural})"
+    if experience.kind == "insight":
+        return f"Insight ({runs} run{plural})"
+    if case.same_instance:
+        return "Same case"
+    if experience.polarity == Experience.Polarity.FAILURE:
+        return f"Lesson ({runs} failed run{plural})"
+    return f"Strategy ({runs} run{plural})"
+
+
+def prompt_block(items, cases: dict[int, Case], environment: list[str]) -> str:
+    """Ready to inject after the tool descriptions and before the user's input, in the items'
+    order (`ordered`)."""
+    if not items:
+        return ""
+    lines = [_HEADER]
+    for item in items:
+        case = cases.get(item.experience.id, Case())
+        text = case.replay or item.experience.advice
+        caveat = ""
+        if item.environment_match is False:
+            caveat = (
+                f" (learned on {', '.join(item.experience.environment)}, not on "
+                f"{', '.join(environment)}: verify it applies here)"
+            )
+        line = f"- {_label(item, case)}: {text}"
+        lines.append(cut_at_word(line, LINE_CHARS - len(caveat)) + caveat)
+    return "\n".join(lines)
+
+
+def served_items(scored: list, *, k: int) -> list:
+    """The k best items, the best workflow among the rest taking the last place when none is
+    among them (see the module docstring)."""
+    top = scored[:k]
+    if k < 1 or any(i.experience.kind == "workflow" for i in top):
+        return top
+    workflow = next((i for i in scored[k:] if i.experience.kind == "workflow"), None)
+    return top if workflow is None else [*top[: k - 1], workflow]
+
+
+def ordered(items) -> list:
+    """The same case first, then workflows, then the others (each group by score)."""
+
+    def rank(item) -> int:
+        if item.case.same_instance:
+            return 0
+        return 1 if item.experience.kind == "workflow" else 2
+
+    return sorted(items, key=rank)  # stable: by score within each group
+
+
+def with_cases(items, cases: dict[int, Case]):
+    """The items with their Case attached (RecallItem.case)."""
+    return [replace(item, case=cases.get(item.experience.id, Case())) for item in items]

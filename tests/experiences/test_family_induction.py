@@ -1,0 +1,91 @@
+"""What a family of runs teaches: its workflow and contrastive insights (pure functions)."""
+
+from experiences.services.family_induction import Member, insights, workflow
+
+USER = "get_user_details <user_id from the request>"
+RESERVATION = "get_reservation_details <reservation_id from get_user_details>"
+CHANGE = "update_reservation_flights <reservation_id from get_user_details>"
+
+
+def calls(*made, necessary=True):
+    effects = {"get_user_details": "read", "get_reservation_details": "read"}
+    return [
+        {
+            "tool": pattern.split(" ", 1)[0],
+            "pattern": pattern,
+            "effect": effects.get(pattern.split(" ", 1)[0], "write"),
+            "errored": False,
+            "necessary": necessary,
+        }
+        for pattern in made
+    ]
+
+
+def success(trace_id, *made):
+    return Member(trace_id, True, calls(*made))
+
+
+def failure(trace_id, *made):
+    return Member(trace_id, False, calls(*made, necessary=False))
+
+
+FAMILY = [
+    success(1, USER, RESERVATION, CHANGE),
+    success(2, USER, RESERVATION, RESERVATION, CHANGE),
+    success(3, USER, RESERVATION, CHANGE),
+    failure(4, USER, CHANGE),
+    failure(5, USER, CHANGE, RESERVATION),
+    failure(6, CHANGE),
+]
+
+
+def test_a_workflow_is_the_calls_most_successful_runs_made_in_order():
+    induced = workflow(FAMILY)
+    assert induced.advice == (
+        f"When you use update_reservation_flights, first {USER}, then {RESERVATION}; call it with "
+        "<reservation_id from get_user_details>."
+    )
+    assert (induced.support, induced.trace_ids) == (3, [1, 2, 3])
+
+
+def test_one_success_is_no_workflow():
+    assert workflow(FAMILY[:1] + FAMILY[3:]) is None
+
+
+def test_the_strongest_contrast_is_reading_before_the_change():
+    found = insights(FAMILY)
+    first = found[0]
+    assert first.advice == (
+        "When you use update_reservation_flights: successful runs call get_reservation_details "
+        "before it (3 of 3 successful runs, 0 of 3 failed runs)."
+    )
+    assert first.polarity == "success" and first.support == 3
+
+
+def test_an_insight_never_tells_to_avoid_a_look_up():
+    # Failed runs read the profile far more often than successes did: no "avoid reading" comes.
+    family = [
+        success(1, CHANGE),
+        success(2, CHANGE),
+        failure(3, USER, CHANGE),
+        failure(4, USER, CHANGE),
+        failure(5, USER, CHANGE),
+    ]
+    for found in insights(family):
+        assert not (found.polarity == "failure" and "get_user_details" in found.advice), found
+
+
+def test_a_state_change_that_failures_make_is_warned_of_with_its_counts():
+    cancel = "cancel_reservation <reservation_id from get_user_details>"
+    family = [
+        success(1, USER, CHANGE),
+        success(2, USER, CHANGE),
+        failure(3, USER, cancel, CHANGE),
+        failure(4, USER, cancel),
+    ]
+    warned = [i for i in insights(family) if i.polarity == "failure"]
+    assert any(
+        i.advice.startswith(f"When you use cancel_reservation: do not {cancel} unless the request")
+        and "0 of 2 successful runs, 2 of 2 failed runs" in i.advice
+        for i in warned
+    ), [i.advice for i in warned]

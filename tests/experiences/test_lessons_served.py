@@ -1,0 +1,166 @@
+"""What recall hands an agent after real reviews: the strategy for a new case, the exact replay
+for the same case, the family's workflow and insights, tools judged by their declarations."""
+
+import pytest
+
+from experiences.models import Experience, TaskFamily
+from experiences.services.families import family_induce
+from hindsight_site.pipeline import review_trace
+from traces.models import ToolProfile, Trace
+
+pytestmark = pytest.mark.django_db
+
+PROFILE = '{"user_id": "%s", "reservations": ["%s"]}'
+RESERVATION = '{"reservation_id": "%s", "cabin": "economy", "status": "active"}'
+
+
+def change_flight(external_id, user, reservation, *, outcome="success", read_first=True, **extra):
+    """An airline agent moving a user's flight: look the user up, read the reservation (or not),
+    change it."""
+    steps = [
+        {"index": 0, "kind": "user_input",
+         "content": f"I am {user}. Please move my flight on reservation {reservation} to May 25."},
+        {"index": 1, "kind": "tool_call", "tool": "get_user_details",
+         "arguments": {"user_id": user}, "observation": PROFILE % (user, reservation)},
+    ]  # fmt: skip
+    if read_first:
+        steps.append(
+            {"index": 2, "kind": "tool_call", "tool": "get_reservation_details",
+             "arguments": {"reservation_id": reservation},
+             "observation": RESERVATION % reservation}
+        )  # fmt: skip
+    steps += [
+        {"index": 3, "kind": "tool_call", "tool": "update_reservation_flights",
+         "arguments": {"reservation_id": reservation, "date": "2024-05-25"},
+         "observation": RESERVATION % reservation},
+        {"index": 4, "kind": "llm_reasoning", "content": "Your flight is moved."},
+    ]  # fmt: skip
+    return {
+        "external_id": external_id,
+        "agent": "airline-bot",
+        "task": steps[0]["content"],
+        "environment": ["airline"],
+        "outcome": outcome,
+        "steps": steps,
+        **extra,
+    }
+
+
+@pytest.fixture
+def post(api_for, project, make_key):
+    client = api_for(make_key(project, ("ingest", "recall")))
+
+    def send(path, body):
+        response = client.post(path, body)
+        assert response.status_code in (200, 201), response.json()
+        return response.json()
+
+    return send
+
+
+def reviewed(post, body) -> Trace:
+    trace_id = post("traces", body)["id"]
+    assert review_trace(trace_id) == "reviewed"
+    return Trace.objects.get(pk=trace_id)
+
+
+def test_the_same_case_gets_the_exact_replay_and_a_new_case_only_the_strategy(post):
+    reviewed(post, change_flight("run-1", "omar_rossi_1241", "UM3OG5"))
+
+    same = post(
+        "recall", {"task": "I am omar_rossi_1241, move my flight", "include_candidates": True}
+    )
+    (item,) = same["items"]
+    assert item["kind"] == "episode" and item["same_instance"] is True
+    assert 'get_user_details "omar_rossi_1241"' in item["replay"]
+    assert "omar_rossi_1241" in same["prompt_block"] and "Same case" in same["prompt_block"]
+
+    other = post(
+        "recall", {"task": "I am mia_li_3668, move my flight to June", "include_candidates": True}
+    )
+    (item,) = other["items"]
+    assert item["same_instance"] is False and item["replay"] == ""
+    assert "get_user_details <user_id from the request>" in item["advice"]
+    for literal in ("omar_rossi_1241", "UM3OG5"):
+        assert literal not in other["prompt_block"]
+
+
+def test_a_family_yields_a_workflow_and_an_insight_served_for_a_new_task(post):
+    reviewed(post, change_flight("ok-1", "omar_rossi_1241", "UM3OG5"))
+    reviewed(post, change_flight("ok-2", "sara_doe_496", "ZFA04Y"))
+    reviewed(
+        post,
+        change_flight("bad-1", "noah_brown_123", "K1NW8N", outcome="failure", read_first=False),
+    )
+    family = TaskFamily.objects.get()
+    assert (family.signature, family.size) == ("update_reservation_flights", 3)
+
+    assert family_induce(family_id=family.pk) == "3 item(s)"
+    assert family_induce(family_id=family.pk) == "up to date"
+    workflow = Experience.objects.get(kind="workflow")
+    assert workflow.advice == (
+        "When you use update_reservation_flights, first get_user_details <user_id from the "
+        "request>, then get_reservation_details <reservation_id from the request>; call it with "
+        "<date of the case> <reservation_id from the request>."
+    )
+    assert workflow.support_count == 2 and workflow.sources.count() == 2
+    insights = [e.advice for e in Experience.objects.filter(kind="insight")]
+    assert (
+        "When you use update_reservation_flights: successful runs call get_reservation_details "
+        "before it (2 of 2 successful runs, 0 of 1 failed runs)."
+    ) in insights, insights
+
+    answer = post(
+        "recall",
+        {"task": "I am li_wei_77, please move my flight on reservation QQ12AB to June 3.",
+         "include_candidates": True},
+    )  # fmt: skip
+    kinds = [i["kind"] for i in answer["items"]]
+    assert "workflow" in kinds and "insight" in kinds
+    assert answer["prompt_block"].splitlines()[1].startswith("- Workflow (2 successful runs): ")
+    assert len(answer["prompt_block"]) <= 1000
+
+
+def test_a_declared_read_only_tool_is_never_what_a_lesson_forbids(post):
+    # "reservations" has no verb: only its declaration says it reads. The failed run's user
+    # objected right after it: the lesson blames the agent's reply, not the look-up.
+    body = {
+        "external_id": "declared-1", "agent": "airline-bot", "outcome": "failure",
+        "task": "Which flights are on my reservation K1NW8N?",
+        "tools": [{"name": "reservations", "description": "", "read_only": True}],
+        "steps": [
+            {"index": 0, "kind": "user_input", "content": "Which flights are on K1NW8N?"},
+            {"index": 1, "kind": "tool_call", "tool": "reservations",
+             "arguments": {"id": "K1NW8N"}, "observation": RESERVATION % "K1NW8N"},
+            {"index": 2, "kind": "llm_reasoning", "content": "You fly HAT001 on May 20."},
+            {"index": 3, "kind": "user_input", "content": "That's wrong, I fly on May 21."},
+        ],
+    }  # fmt: skip
+    trace = reviewed(post, body)
+    profile = ToolProfile.objects.get(name="reservations")
+    assert (profile.declared_read_only, profile.calls, profile.runs) == (True, 1, 1)
+    experience = Experience.objects.get(sources__trace=trace)
+    assert experience.blame["index"] == 2 and experience.blame["evidence"] == "the user objected"
+    assert "do not reservations" not in experience.advice
+
+
+def test_an_imported_transcript_s_tool_schemas_are_its_declarations(post):
+    body = {
+        "format": "openai", "external_id": "chat-tools-1", "agent": "airline-bot",
+        "outcome": "success",
+        "tools": [{"type": "function", "function": {
+            "name": "fetch_booking", "description": "Get the details of a booking.",
+            "parameters": {"type": "object"}}}],
+        "messages": [
+            {"role": "user", "content": "What is on booking K1NW8N?"},
+            {"role": "assistant", "content": None, "tool_calls": [{
+                "id": "c1", "type": "function",
+                "function": {"name": "fetch_booking", "arguments": '{"id": "K1NW8N"}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "HAT001 on May 20"},
+            {"role": "assistant", "content": "You fly HAT001 on May 20."},
+        ],
+    }  # fmt: skip
+    post("traces/import", body)
+    profile = ToolProfile.objects.get(name="fetch_booking")
+    assert profile.description == "Get the details of a booking."
+    assert profile.declared_read_only is None  # a schema says it in words only

@@ -1,0 +1,237 @@
+"""What a lesson may forbid and how it is worded: tool effects (declared, described, behaviour,
+name), the blame rules, and placeholders in place of one run's values (no database)."""
+
+import pytest
+
+from tests.traces.review_builders import request_for, sv, tv
+from traces.review.heuristic import HeuristicReviewer
+from traces.review.heuristic.blame import blame_of
+from traces.review.heuristic.guard import lesson_checked, rule_breaks
+from traces.review.heuristic.placeholders import Sources, call_pattern
+from traces.review.tool_effects import (
+    Behaviour,
+    Declaration,
+    declarations_from,
+    tool_effect,
+    verb_effect,
+)
+from traces.review.types import StepJudgement
+
+READ = "get_user_details"
+WRITE = "update_reservation_flights"
+PROFILE = '{"user_id": "omar_rossi_1241", "reservations": ["UM3OG5", "K1NW8N"]}'
+RESERVATION = '{"reservation_id": "K1NW8N", "cabin": "economy", "flights": ["HAT001"]}'
+
+
+def call(index, tool, arguments=None, result="", **fields):
+    return sv(index, tool=tool, arguments=arguments or {}, observation=result, **fields)
+
+
+def said(index, text):
+    return sv(index, "user_input", content=text)
+
+
+def reply(index, text):
+    return sv(index, "llm_reasoning", content=text)
+
+
+def airline_run(outcome="failure", complaint=""):
+    """A user asks to change a flight: the agent reads the profile and the reservation (both
+    used), then changes the flight; the run fails."""
+    steps = [
+        said(0, "Hi, I am omar_rossi_1241 and I want to move my flight to May 25."),
+        call(1, READ, {"user_id": "omar_rossi_1241"}, PROFILE),
+        call(2, "get_reservation_details", {"reservation_id": "K1NW8N"}, RESERVATION),
+        call(3, WRITE, {"reservation_id": "K1NW8N", "cabin": "economy"}, RESERVATION),
+        reply(4, "Your flight is now on May 25."),
+    ]
+    if complaint:
+        steps.append(said(5, complaint))
+    return tv(task=steps[0].content, outcome=outcome, environment=["airline"]), steps
+
+
+def labels(steps, **overrides):
+    chosen = {s.index: "necessary" for s in steps} | overrides
+    return {
+        i: StepJudgement(index=i, label=v, reason="r", confidence=0.9) for i, v in chosen.items()
+    }
+
+
+# ---------------------------------------------------------------------------- tool effects
+
+
+@pytest.mark.parametrize(
+    ("name", "read_only"),
+    [
+        ("get_user_details", True),
+        ("Search", True),
+        ("kubectl_logs", True),
+        ("calculate", True),
+        ("book_reservation", False),
+        ("docker_restart", False),
+        ("Finish", False),
+        ("cancelPendingOrder", False),
+        ("click", None),
+    ],
+)
+def test_the_name_s_verb_says_whether_a_tool_reads(name, read_only):
+    effect = tool_effect(name)
+    assert (effect.read_only, effect.basis) == (
+        read_only,
+        "name" if read_only is not None else "unknown",
+    )
+
+
+def test_a_declaration_wins_over_the_description_behaviour_and_name():
+    declared = Declaration("get_report", "Delete the report.", read_only=True)
+    assert tool_effect("get_report", declared).basis == "declared"
+    assert tool_effect("get_report", declared).read_only is True
+
+
+def test_a_description_s_verb_says_it_when_nothing_is_declared():
+    effect = tool_effect(
+        "reservations", Declaration("reservations", "Cancel the whole reservation.")
+    )
+    assert (effect.read_only, effect.basis) == (False, "described")
+    assert 'its description "Cancel the whole reservation." changes state' == effect.evidence
+
+
+def test_behaviour_across_runs_comes_before_the_name():
+    reads = Behaviour(calls=30, fed_calls=25, runs=10, final_in_runs=0, final_in_successes=0)
+    commits = Behaviour(calls=30, fed_calls=25, runs=10, final_in_runs=9, final_in_successes=8)
+    assert tool_effect("click", behaviour=reads).read_only is True
+    assert tool_effect("click", behaviour=commits).read_only is False
+    few = Behaviour(calls=3, fed_calls=3, runs=1, final_in_runs=0, final_in_successes=0)
+    assert tool_effect("click", behaviour=few).basis == "unknown"
+
+
+def test_a_tool_whose_runs_end_on_one_argument_commits_with_it_and_navigates_otherwise():
+    shop = Behaviour(
+        calls=40, fed_calls=30, runs=10, final_in_runs=10, final_in_successes=7,
+        final_arguments={'"Buy Now"': 9, '"Back to Search"': 1},
+    )  # fmt: skip
+    click = tool_effect("click", behaviour=shop)
+    assert (click.read_only, click.commit_arguments) == (False, '"Buy Now"')
+    assert click.of_call('"Buy Now"').changes_state
+    product = click.of_call('"B07X1"')
+    assert product.is_read_only and "other calls only navigate" in product.evidence
+    mixed = Behaviour(calls=40, fed_calls=30, runs=10, final_in_runs=10, final_in_successes=7,
+                      final_arguments={'"a"': 5, '"b"': 5})  # fmt: skip
+    assert tool_effect("click", behaviour=mixed).of_call('"B07X1"').changes_state
+
+
+def test_declarations_are_read_from_native_openai_anthropic_and_mcp_shapes():
+    found = declarations_from(
+        [
+            {"name": "lookup", "read_only": True},
+            {"type": "function", "function": {"name": "book", "description": "Book a seat."}},
+            {"name": "notes", "description": "Read notes", "input_schema": {}},
+            {"name": "rm", "annotations": {"destructiveHint": True}},
+            {"name": "ls", "annotations": {"readOnlyHint": True}},
+            "not a tool",
+            {"description": "no name"},
+        ]
+    )
+    assert {n: (d.read_only, d.description) for n, d in found.items()} == {
+        "lookup": (True, ""),
+        "book": (None, "Book a seat."),
+        "notes": (None, "Read notes"),
+        "rm": (False, ""),
+        "ls": (True, ""),
+    }
+    assert verb_effect(found["book"].description) is False
+
+
+# ---------------------------------------------------------------------------- blame
+
+
+def test_a_failed_run_blames_the_state_change_not_the_look_ups_it_used():
+    trace, steps = airline_run()
+    blame = blame_of(request_for(trace, steps), {2: "misleading", 3: "misleading"})
+    assert (blame.step.index, blame.evidence) == (3, "a change the outcome contradicts")
+    assert blame.consequence == "the run failed"
+
+
+def test_the_step_the_user_objected_to_is_blamed_with_their_words():
+    trace, steps = airline_run(complaint="Thanks. But that's wrong, I said May 26!")
+    blame = blame_of(request_for(trace, steps), {})
+    assert (blame.step.index, blame.evidence) == (3, "the user objected")
+    assert blame.consequence == 'the user replied "But that\'s wrong, I said May 26!"'
+
+
+def test_an_errored_look_up_may_be_blamed_a_successful_one_never():
+    steps = [
+        call(0, READ, {"user_id": "x"}, "Error: user not found"),
+        call(1, READ, {"user_id": "omar_rossi_1241"}, PROFILE),
+        reply(2, "I could not help."),
+    ]
+    trace = tv(task="Change my flight, I am omar_rossi_1241", outcome="failure")
+    blame = blame_of(request_for(trace, steps), {1: "misleading"})
+    assert (blame.step.index, blame.evidence) == (0, "it failed")
+    assert blame.consequence == 'it returned "Error: user not found"'
+
+
+def test_a_marker_a_simulated_user_writes_is_not_a_complaint():
+    trace, steps = airline_run(complaint="###STOP###")
+    blame = blame_of(request_for(trace, steps), {})
+    assert blame.evidence == "a change the outcome contradicts"
+
+
+def test_a_success_s_pitfall_is_only_a_call_that_failed():
+    trace, steps = airline_run(outcome="success")
+    assert blame_of(request_for(trace, steps), {3: "misleading"}) is None
+
+
+# ---------------------------------------------------------------------------- placeholders
+
+
+def test_values_from_the_request_and_from_results_become_named_placeholders():
+    trace, steps = airline_run()
+    sources = Sources.of(trace.task, steps)
+    assert call_pattern(steps[1], sources) == f"{READ} <user_id from the request>"
+    assert call_pattern(steps[2], sources) == (
+        "get_reservation_details <reservation_id from get_user_details>"
+    )
+
+
+def test_a_lesson_names_no_value_of_the_old_run_and_the_replay_keeps_them():
+    trace, steps = airline_run(complaint="That's wrong.")
+    template = HeuristicReviewer().review(request_for(trace, steps)).template
+    assert template.experience.startswith(f"When you use {WRITE}: do not {WRITE} <reservation_id")
+    for literal in ("omar_rossi_1241", "K1NW8N", "May 25", "When you work on"):
+        assert literal not in template.experience
+    assert 'get_user_details "omar_rossi_1241"' in template.replay
+    assert f"do not {WRITE} reservation_id=K1NW8N" in template.replay
+    assert template.blamed_step == 3
+
+
+def test_text_the_agent_wrote_itself_is_never_replayed_as_a_literal():
+    summary = "The user, Noah Muller, wants a refund for reservation 4OG6T3 of last week"
+    steps = [said(0, "I want a refund."), call(1, "transfer_to_human_agents", {"summary": summary})]
+    pattern = call_pattern(steps[1], Sources.of("I want a refund.", steps))
+    assert pattern == "transfer_to_human_agents <summary written for the case>"
+
+
+# ---------------------------------------------------------------------------- the LLM's lesson
+
+
+def test_an_llm_lesson_forbidding_a_used_look_up_is_replaced_by_the_rules():
+    trace, steps = airline_run()
+    judged = labels(steps)
+    from traces.review.types import ReviewTemplate
+
+    llm = ReviewTemplate(
+        goal="g", execution_path=[], effective_steps=[], ineffective_steps=[],
+        key_decisions=[], improvements=[], worth_reference=True,
+        experience='When you change a flight, do not get_reservation_details "K1NW8N".',
+        pitfall='get_reservation_details "K1NW8N"', blamed_step=2,
+        labels=list(judged.values()),
+    )  # fmt: skip
+    request = request_for(trace, steps)
+    assert rule_breaks(llm, request) == [
+        "forbids the read-only call get_reservation_details",
+        "blames the read-only step 2",
+    ]
+    checked = lesson_checked(llm, request)
+    assert checked.experience.startswith(f"When you use {WRITE}: do not {WRITE}")
+    assert checked.blamed_step == 3 and checked.replay

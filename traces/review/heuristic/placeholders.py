@@ -1,0 +1,198 @@
+"""A call as a strategy, not a replay: the values that came from the request or from an earlier
+result become named placeholders, so the advice transfers to the next user, order or question.
+
+`get_reservation_details {"reservation_id": "K1NW8N"}`, where K1NW8N came out of the user's
+profile, reads `get_reservation_details <reservation_id from get_user_details>`; a value the
+user gave reads `<user_id from the request>`; a search whose words are mostly the request's
+reads `<query in the request's words>`; a text the agent wrote itself (a summary, a message)
+reads `<summary written for the case>`. A short value from none of these (a control like
+"Buy Now" that most results offer, a keyword the agent chose) stays literal: it is the same
+next time. The literal form (`literal_call`) is kept for the exact replay of the same case.
+"""
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from traces.review.heuristic.values import content_words
+from traces.review.scene import argument_summary
+from traces.review.types import StepView
+
+PATTERN_CHARS = 90  # one call
+LITERAL_CHARS = 40  # longer text the agent wrote itself is a placeholder too
+FREE_TEXT_WORDS = 5
+_SCAN = 8000
+_WHOLE_VALUE_MIN = 2
+CONSTANT = ""  # an origin: the same for every case, kept literal
+_NAMED = re.compile(r"\b[A-Z][a-z]+\b.*\b[A-Z]?[a-z]+|\b[A-Z][a-z]{2,}\b")
+# An id (letters and digits) or a date, an amount, a phone number (four digits or more): values
+# of one case, whatever the key.
+_IDENTIFIER = re.compile(
+    r"^(?:(?=\S*\d)(?=\S*[A-Za-z])[\w.:/@#-]{4,}|(?=(?:\D*\d){4})[\d\s.:/+()-]+)$"
+)
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where values can come from, for one run: the user's words and each call's result."""
+
+    request: str  # every user turn and the task, lower-cased
+    outputs: Sequence[tuple[int, str, str]]  # (index, tool, lower-cased result), in order
+
+    @classmethod
+    def of(cls, task: str, steps: Sequence[StepView]) -> "Sources":
+        users = [task, *(s.content for s in steps if s.kind == "user_input")]
+        outputs = [
+            (s.index, s.tool, (s.observation_raw or s.observation)[:_SCAN].lower())
+            for s in steps
+            if s.kind == "tool_call"
+        ]
+        return cls(request="\n".join(users).lower(), outputs=outputs)
+
+    def origin(self, value: str, before: int) -> str | None:
+        """'the request', a tool's name (its result held it), CONSTANT (a control most results
+        offer), or None (from nowhere the run shows)."""
+        lower = " ".join(value.split()).lower()
+        if len(lower) < _WHOLE_VALUE_MIN:
+            return None
+        if _in_text(lower, self.request):
+            return "the request"
+        earlier = [(tool, output) for index, tool, output in self.outputs if index < before]
+        holding = [tool for tool, output in earlier if _in_text(lower, output)]
+        if len(holding) >= 2 and len(holding) * 2 >= len(earlier) and not _IDENTIFIER.match(value):
+            return CONSTANT  # offered by most results (a "Buy Now" button): a control
+        if holding:
+            return holding[-1]
+        words = content_words(lower)
+        if len(lower.split()) < 3:  # a path, a name: not a query written from the request
+            return None
+        if len(words) >= 3 and len(words & content_words(self.request)) * 2 >= len(words):
+            return "the request's words"
+        return None
+
+
+def _in_text(value: str, text: str) -> bool:
+    if len(value) <= 3:  # "no", "SEA": a whole word, not a piece of one
+        return re.search(rf"(?<![\w]){re.escape(value)}(?![\w])", text) is not None
+    return value in text
+
+
+def _leaves(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, bool) or value is None:
+        return []
+    if isinstance(value, int | float):
+        return [str(value)]
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _leaves(item)]
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return []
+
+
+def _placeholder(key: str, origin: str) -> str:
+    if origin == "the request's words":
+        return f"<{key} in the request's words>"
+    return f"<{key} from {origin}>"
+
+
+def argument_pattern(key: str, value: Any, sources: Sources, before: int) -> str:
+    """One argument as a placeholder by its origin, or as itself (short) when it has none."""
+    leaves = _leaves(value)
+    if isinstance(value, dict | list):
+        origins = [o for leaf in leaves if (o := sources.origin(leaf, before))]  # "" is falsy
+        if origins:
+            named = sorted(set(origins), key=origins.index)
+            return _placeholder(key, " and ".join(named[:2]))
+        size = len(value)
+        return f"{key}=[{size} items]" if isinstance(value, list) else f"{key}={{{size} fields}}"
+    if not leaves:
+        return "" if value is None else f"{key}={str(value).lower()}"
+    origin = sources.origin(leaves[0], before)
+    if origin == CONSTANT:
+        return f'"{leaves[0]}"'
+    if origin is not None:
+        return _placeholder(key, origin)
+    if len(leaves[0]) > LITERAL_CHARS or len(leaves[0].split()) >= FREE_TEXT_WORDS:
+        return f"<{key} written for the case>"  # a summary, a message: never the same twice
+    if _IDENTIFIER.match(leaves[0]) or _NAMED.search(leaves[0]):
+        # An id, a date or a name (a person, a title) from somewhere unseen (the agent's own
+        # thought): the next case has its own.
+        return f"<{key} of the case>"
+    return f'"{leaves[0]}"'
+
+
+def call_pattern(step: StepView, sources: Sources) -> str:
+    """`tool <arg from origin> …` within PATTERN_CHARS; a call without arguments is its tool."""
+    if not step.tool:
+        return f"{step.kind.replace('_', ' ')}"
+    arguments = step.arguments
+    if isinstance(arguments, dict):
+        parts = [argument_pattern(str(k), v, sources, step.index) for k, v in arguments.items()]
+    elif arguments in (None, "", [], {}):
+        parts = []
+    else:
+        parts = [argument_pattern("input", arguments, sources, step.index)]
+    parts = [p for p in parts if p]
+    text = step.tool
+    for part in parts:
+        if len(text) + len(part) + 1 > PATTERN_CHARS:
+            text += " …"
+            break
+        text += f" {part}"
+    return text
+
+
+def literal_call(step: StepView) -> str:
+    """The call as it was made (for the replay of the same case)."""
+    arguments = argument_summary(step.arguments, limit=30)
+    return f"{step.tool} {arguments}" if arguments else step.tool
+
+
+def is_aside(step: StepView) -> bool:
+    """A call that acts on nothing and returns nothing (a `think` tool): not a step of a
+    strategy, and its text is the agent's own thinking about one case."""
+    return not (step.observation_raw or step.observation).strip() and not step.is_error
+
+
+def path_pattern(calls: Sequence[StepView], sources: Sources, limit: int = 4) -> str:
+    """Calls in order as placeholders; the same pattern again reads 'for each' once."""
+    patterns: list[str] = []
+    repeated: set[str] = set()
+    for call in calls:
+        if is_aside(call):
+            continue
+        pattern = call_pattern(call, sources)
+        if pattern in patterns:
+            repeated.add(pattern)
+        else:
+            patterns.append(pattern)
+    shown = [f"{p} (each)" if p in repeated else p for p in patterns[:limit]]
+    text = ", then ".join(shown)
+    if len(patterns) > limit:
+        text += f", then {len(patterns) - limit} more call(s)"
+    return text
+
+
+def literal_path(calls: Sequence[StepView], limit: int = 5) -> str:
+    phrases = list(dict.fromkeys(literal_call(c) for c in calls))
+    text = ", then ".join(phrases[:limit])
+    if len(phrases) > limit:
+        text += f", then {len(phrases) - limit} more"
+    return text
+
+
+def when_you_use(tool: str, before: str, pattern: str, after: str = "") -> str:
+    """The injection form of a strategy: "When you use X, first A, then B; call it with <…>;
+    after it, C". The tool is named as the condition only, its arguments as "call it with"."""
+    arguments = pattern.removeprefix(tool).strip()
+    text = f"When you use {tool}, first {before}" if before else f"When you use {tool}:"
+    if arguments:
+        text += f"; call it with {arguments}" if before else f" call it with {arguments}"
+    elif not before:
+        text += " call it as the last step"
+    if after:
+        text += f"; after it, {after}"
+    return text

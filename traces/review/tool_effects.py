@@ -1,0 +1,189 @@
+"""Whether a tool only reads or changes something: what a lesson may forbid rests on it.
+
+A lesson must never tell an agent to stop looking things up, so every tool is classed
+`read_only` True (it observes: a look-up, a search, a calculation), False (it changes state or
+commits: a booking, a cancellation, a submitted answer) or None (not known). The first source
+that says, in this order:
+
+1. **declared** — the tool's declaration says it: MCP `annotations.readOnlyHint` /
+   `destructiveHint`, or `read_only` in the native API's `tools` list;
+2. **described** — the declaration's description opens with a verb of reading ("Get the details
+   of a reservation", "Search direct flights") or of changing ("Book a reservation", "Cancel
+   the whole reservation"): OpenAI and Anthropic tool schemas sent with a transcript carry one;
+3. **behaviour** — across the project's reviewed runs (ToolProfile, at least
+   BEHAVIOUR_MIN_CALLS calls in BEHAVIOUR_MIN_RUNS runs): a tool whose results fed a later step
+   in at least half of its calls and that never ended a successful run reads; one that ended at
+   least half the runs it was in commits — and when COMMIT_SHARE of those runs ended on the same
+   arguments (`click "Buy Now"`), it commits with those only: its other calls navigate (read);
+4. **name** — the verb of the tool's name (`get_user_details`, `Search`, `kubectl_logs` read;
+   `book_reservation`, `docker_restart`, `Finish` change or commit), as a last resort.
+"""
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Basis = Literal["declared", "described", "behaviour", "name", "unknown"]
+
+BEHAVIOUR_MIN_CALLS = 8
+BEHAVIOUR_MIN_RUNS = 3
+COMMIT_SHARE = 0.8
+
+# Verbs (and verb-like nouns of tool names) that only observe.
+READ_VERBS = frozenset(
+    "get list search find lookup look read fetch query show describe view check calculate "
+    "compute count think inspect browse retrieve see watch status logs log stat stats diff "
+    "explain validate verify preview estimate compare summarize summarise grep cat ls head tail "
+    "top ps info details detail which where whoami open scan peek test ping lint".split()
+)
+# Verbs that change state, or commit an answer / a purchase.
+WRITE_VERBS = frozenset(
+    "create add insert update modify change edit set delete remove cancel book send post put "
+    "patch transfer exchange return refund submit buy purchase pay order write save upload "
+    "deploy restart reboot kill stop start apply commit push merge install "
+    "uninstall move rename reset grant revoke schedule finish answer respond reply publish "
+    "approve reject assign close archive enable disable scale rollback drop truncate".split()
+)
+_WORD = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])")
+
+
+@dataclass(frozen=True)
+class ToolEffect:
+    tool: str
+    read_only: bool | None
+    basis: Basis
+    evidence: str  # in words, shown where a lesson's blame is explained
+    # Behaviour: the arguments (summarised) of the calls that end runs, when nearly all do the
+    # same; calls with other arguments only navigate (`of_call`).
+    commit_arguments: str | None = None
+
+    def of_call(self, arguments: str) -> "ToolEffect":
+        """The effect of one call of the tool, given its summarised arguments."""
+        if self.commit_arguments is None or arguments == self.commit_arguments:
+            return self
+        evidence = (
+            f"its runs end on {self.tool} {self.commit_arguments}; its other calls only navigate"
+        )
+        return ToolEffect(self.tool, True, "behaviour", evidence)
+
+    @property
+    def is_read_only(self) -> bool:
+        return self.read_only is True
+
+    @property
+    def changes_state(self) -> bool:
+        return self.read_only is False
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What the agent declared about one tool (any of these may be absent)."""
+
+    name: str
+    description: str = ""
+    read_only: bool | None = None
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """What the project's reviewed runs showed of one tool (traces.models.ToolProfile)."""
+
+    calls: int
+    fed_calls: int  # calls whose result fed a later step
+    runs: int
+    final_in_runs: int  # runs it ended (it was the last call)
+    final_in_successes: int  # successful runs it ended
+    final_arguments: Mapping[str, int] = field(default_factory=dict)  # of the ending calls
+
+    def commit_arguments(self) -> str | None:
+        """The arguments nearly every ending call had (COMMIT_SHARE), if any."""
+        if not self.final_arguments or not self.final_in_runs:
+            return None
+        arguments, count = max(self.final_arguments.items(), key=lambda item: item[1])
+        return arguments if count >= COMMIT_SHARE * self.final_in_runs else None
+
+
+def verb_effect(text: str) -> bool | None:
+    """True / False by the first verb of a name or description that is one of the lists
+    (words split at _, -, spaces and camelCase); None when none is."""
+    words = [w.lower() for w in _WORD.findall(text)][:4]
+    for word in words:
+        if word in READ_VERBS:
+            return True
+        if word in WRITE_VERBS:
+            return False
+    return None
+
+
+def behaviour_effect(behaviour: Behaviour) -> bool | None:
+    if behaviour.calls < BEHAVIOUR_MIN_CALLS or behaviour.runs < BEHAVIOUR_MIN_RUNS:
+        return None
+    if behaviour.final_in_runs * 2 >= behaviour.runs:
+        return False
+    if behaviour.fed_calls * 2 >= behaviour.calls and behaviour.final_in_successes == 0:
+        return True
+    return None
+
+
+def tool_effect(
+    tool: str, declaration: Declaration | None = None, behaviour: Behaviour | None = None
+) -> ToolEffect:
+    if declaration is not None and declaration.read_only is not None:
+        said = "read-only" if declaration.read_only else "changes state"
+        return ToolEffect(tool, declaration.read_only, "declared", f"declared {said}")
+    if declaration is not None and declaration.description:
+        described = verb_effect(declaration.description)
+        if described is not None:
+            opening = " ".join(declaration.description.split()[:6])
+            said = "reads" if described else "changes state"
+            return ToolEffect(tool, described, "described", f'its description "{opening}" {said}')
+    if behaviour is not None:
+        behaved = behaviour_effect(behaviour)
+        if behaved is True:
+            evidence = (
+                f"its result fed a later step in {behaviour.fed_calls} of {behaviour.calls} calls "
+                "and it never ended a successful run"
+            )
+            return ToolEffect(tool, True, "behaviour", evidence)
+        if behaved is False:
+            evidence = f"it ended {behaviour.final_in_runs} of the {behaviour.runs} runs it was in"
+            commit = behaviour.commit_arguments()
+            if commit:
+                evidence += f", on {tool} {commit}"
+            return ToolEffect(tool, False, "behaviour", evidence, commit_arguments=commit)
+    named = verb_effect(tool)
+    if named is not None:
+        said = "a verb that reads" if named else "a verb that changes state"
+        return ToolEffect(tool, named, "name", f"its name starts with {said}")
+    return ToolEffect(tool, None, "unknown", "nothing says whether it changes state")
+
+
+def declarations_from(tools: Any) -> dict[str, Declaration]:
+    """Declarations from what an agent sends: the native `tools` list (`name`, `description`,
+    `read_only`), OpenAI tool schemas (`{"type": "function", "function": {...}}` or the
+    Responses API's flat form), Anthropic's (`name`, `description`, `input_schema`) and MCP's
+    (`annotations.readOnlyHint` / `destructiveHint`)."""
+    found: dict[str, Declaration] = {}
+    for item in tools if isinstance(tools, list) else []:
+        if not isinstance(item, Mapping):
+            continue
+        nested = item.get("function")
+        body: Mapping[str, Any] = nested if isinstance(nested, Mapping) else item
+        name = body.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        description = body.get("description")
+        read_only = item.get("read_only", body.get("read_only"))
+        annotations = item.get("annotations") or body.get("annotations") or {}
+        if read_only is None and isinstance(annotations, Mapping):
+            if isinstance(annotations.get("readOnlyHint"), bool):
+                read_only = annotations["readOnlyHint"]
+            elif annotations.get("destructiveHint") is True:
+                read_only = False
+        found[name[:200]] = Declaration(
+            name=name[:200],
+            description=description[:500] if isinstance(description, str) else "",
+            read_only=read_only if isinstance(read_only, bool) else None,
+        )
+    return found
