@@ -32,15 +32,16 @@ bench: $(STAMP_TEST)
 $(PY):
 	@scripts/ensure_venv.sh $(VENV)
 
-$(STAMP_RUN): pyproject.toml | $(PY)
+# The agents' client is its own distribution (clients/python/); the server depends on it.
+$(STAMP_RUN): pyproject.toml clients/python/pyproject.toml | $(PY)
 	@scripts/ensure_venv.sh $(VENV)
-	$(PIP) -e .
+	$(PIP) -e ./clients/python -e .
 	$(PY) scripts/fetch_tokenizer.py $(VENV)/share/hindsight/tokenizer.json
 	$(PY) scripts/build_embedding_model.py $(VENV)/share/hindsight/all-MiniLM-L6-v2-int8-dynamic.onnx
 	@touch $@
 
-$(STAMP_TEST): pyproject.toml $(STAMP_RUN)
-	$(PIP) -e '.[test]'
+$(STAMP_TEST): pyproject.toml clients/python/pyproject.toml $(STAMP_RUN)
+	$(PIP) -e './clients/python[langchain,openai-agents,pydantic-ai]' -e '.[test]'
 	@touch $@
 
 $(STAMP_NODE): package.json package-lock.json
