@@ -1,6 +1,10 @@
 """A small OpenAI-compatible HTTP server for tests: chat completions with JSON-schema output and
 embeddings, reached through the real `openai` client. Each chat request takes the next scripted
-behaviour ("ok", "500", "429", "timeout", "invalid_json", "wrong_indexes", "missing_steps")."""
+behaviour ("ok", "500", "429", "timeout", "invalid_json", "wrong_indexes", "missing_steps").
+
+With `agent` set (a list of `AgentTurn`), it plays an agent's model instead: a request whose
+conversation holds n tool results is answered with turn n, a tool call or the final text, so
+every run of the same script makes the same calls (tests/integrations/)."""
 
 import base64
 import hashlib
@@ -10,6 +14,7 @@ import struct
 import threading
 import time
 from collections import deque
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -47,6 +52,29 @@ def review_answer(prompt: str, *, indexes: list[int] | None = None) -> dict[str,
     }
 
 
+@dataclass(frozen=True)
+class AgentTurn:
+    """One turn of a scripted agent's model: call `tool` with `arguments`, or answer `text`."""
+
+    tool: str = ""
+    arguments: dict[str, Any] = field(default_factory=dict)
+    text: str = ""
+
+
+def agent_message(turns: list[AgentTurn], body: dict[str, Any]) -> dict[str, Any]:
+    """The assistant message for the conversation in `body`: turn n after n tool results."""
+    done = sum(1 for message in body["messages"] if message.get("role") == "tool")
+    turn = turns[min(done, len(turns) - 1)]
+    if not turn.tool:
+        return {"role": "assistant", "content": turn.text}
+    call = {
+        "id": f"call_{done}",
+        "type": "function",
+        "function": {"name": turn.tool, "arguments": json.dumps(turn.arguments)},
+    }
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+
 def fake_vector(text: str, dimensions: int) -> list[float]:
     digest = hashlib.sha256(text.encode()).digest()
     raw = [((digest[i % 32] + i * 7) % 255) / 255 - 0.5 for i in range(dimensions)]
@@ -59,6 +87,7 @@ class FakeOpenAI:
         self.dimensions = dimensions
         self.script: deque[str] = deque()
         self.default = "ok"
+        self.agent: list[AgentTurn] | None = None
         self.delay = 0.0
         # Cleared: an embedding request waits (up to 30 s) until it is set again, so a test can
         # act while a request is in flight.
@@ -146,6 +175,9 @@ class FakeOpenAI:
                 if behaviour == "timeout":
                     time.sleep(3)
                     return self._send(500, {"error": {"message": "too late"}})
+                if fake.agent is not None:
+                    message = agent_message(fake.agent, body)
+                    return self._send(200, self._completion(body, message=message))
                 prompt = body["messages"][-1]["content"]
                 if "response_format" not in body:  # a plain-text request
                     system = body["messages"][0]["content"]
@@ -164,7 +196,10 @@ class FakeOpenAI:
                     content = content[: len(content) // 2]
                 self._send(200, self._completion(body, content))
 
-            def _completion(self, body: dict[str, Any], content: str) -> dict[str, Any]:
+            def _completion(
+                self, body: dict[str, Any], content: str = "", message: dict | None = None
+            ) -> dict[str, Any]:
+                message = message or {"role": "assistant", "content": content}
                 return {
                     "id": "chatcmpl-test",
                     "object": "chat.completion",
@@ -173,8 +208,8 @@ class FakeOpenAI:
                     "choices": [
                         {
                             "index": 0,
-                            "finish_reason": "stop",
-                            "message": {"role": "assistant", "content": content},
+                            "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                            "message": message,
                         }
                     ],
                     "usage": {"prompt_tokens": 850, "completion_tokens": 240, "total_tokens": 1090},

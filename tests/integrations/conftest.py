@@ -56,6 +56,9 @@ def live_site(tmp_path_factory) -> Iterator[LiveSite]:
     site = SiteProcess(directory / "data", free_port())
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
         site.env.pop(name, None)  # the site reviews offline; only the agents talk to the fake
+    # One failed call is enough to warn: each framework's second run is warned about its
+    # first run's failure.
+    site.env["HINDSIGHT_WARN_MIN_OCCURRENCES"] = "1"
     site.start()
     try:
         yield LiveSite(url=site.url, key=site.key())

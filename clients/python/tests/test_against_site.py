@@ -174,18 +174,18 @@ class TestTraces(ClientTestCase):
 class TestRecorderLearnsAndWarns(ClientTestCase):
     def test_a_recorded_run_is_reviewed_recalled_and_its_failures_warn(self) -> None:
         agent = unique("wheel-recorder")
-        task = "Find which Python version the billing service needs"
+        task = "Find out why the nightly backup job fails"
         with self.client.recorder(agent=agent, task=task, environment=["bare-metal"]) as rec:
             rec.user_input(task)
-            for path in ("/srv/billing/setup.cfg", "/srv/billing/setup.py"):
+            for path in ("/etc/backup/backup.conf", "/etc/backup/backup.yaml"):
                 with self.assertRaises(FileNotFoundError):
                     with rec.step("read_file", {"path": path}):
                         raise FileNotFoundError(f"no such file: {path}")
-            with rec.step("list_dir", {"path": "/srv/billing"}) as call:
-                call.observation = ["pyproject.toml", "billing"]
-            with rec.step("read_file", {"path": "/srv/billing/pyproject.toml"}) as call:
-                call.observation = 'requires-python = ">=3.11"'
-            rec.set_outcome("success", final_answer="Python >= 3.11 (pyproject.toml)")
+            with rec.step("list_dir", {"path": "/etc/backup"}) as call:
+                call.observation = ["restic.env", "targets"]
+            with rec.step("read_file", {"path": "/etc/backup/restic.env"}) as call:
+                call.observation = "RESTIC_REPOSITORY=s3:backups.internal/nightly (expired key)"
+            rec.set_outcome("success", final_answer="the repository key in restic.env expired")
         self.assertTrue(rec.flush(15))
 
         trace = wait_until(lambda: self._reviewed(rec.trace_id))
@@ -195,14 +195,14 @@ class TestRecorderLearnsAndWarns(ClientTestCase):
         recall = wait_until(
             lambda: (
                 self.client.recall(
-                    "Which Python version does the billing service need?",
+                    "Why does the nightly backup job fail?",
                     environment=["bare-metal"],
                     include_candidates=True,
                 ).items
             )
         )
-        self.assertIn("pyproject.toml", recall[0].advice)
-        warnings = self.client.check_tool_call("read_file", {"path": "/srv/billing/setup.cfg"})
+        self.assertIn("restic.env", recall[0].advice)
+        warnings = self.client.check_tool_call("read_file", {"path": "/etc/backup/backup.conf"})
         self.assertTrue(any("read_file" in w.message for w in warnings), warnings)
 
     def _reviewed(self, trace_id: int) -> dict[str, Any] | None:

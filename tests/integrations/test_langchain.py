@@ -1,0 +1,73 @@
+"""LangChain end to end, with the real `langchain` agent and `langchain-openai`'s ChatOpenAI
+talking to the local OpenAI-compatible server: docs/integrations/langchain.md's example runs
+as written, twice. The first run is recorded (model turns, tool calls with arguments, results,
+the failed call, the outcome) and reviewed into an experience by the site's worker; the second
+gets it through the prompt block and the recall tool, and is warned about the call that
+failed."""
+
+from __future__ import annotations
+
+from tests.conftest import wait_until
+from tests.fake_openai import AgentTurn
+from tests.integrations.snippets import run_python_snippet
+
+TASK = "Find which Python version this project needs"
+SCRIPT = [
+    AgentTurn("hindsight_recall", {"task": TASK}),
+    AgentTurn("read_file", {"path": "setup.cfg"}),
+    AgentTurn("list_dir", {"path": "."}),
+    AgentTurn("read_file", {"path": "pyproject.toml"}),
+    AgentTurn(text="Python >= 3.11 (requires-python in pyproject.toml)"),
+]
+
+
+def test_a_run_is_recorded_reviewed_and_recalled_by_the_next_run(
+    live_site, agent_llm, monkeypatch, tmp_path
+):
+    (tmp_path / "pyproject.toml").write_text('[project]\nrequires-python = ">=3.11"\n')
+    (tmp_path / "src").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HINDSIGHT_URL", live_site.url)
+    monkeypatch.setenv("HINDSIGHT_API_KEY", live_site.key)
+    monkeypatch.setenv("OPENAI_BASE_URL", agent_llm.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    agent_llm.agent = SCRIPT
+    client = live_site.client()
+
+    first_run = run_python_snippet("langchain.md")
+
+    assert first_run["result"]["messages"][-1].content == SCRIPT[-1].text
+    (first,) = live_site.reviewed_traces_of("repo-agent", 1)
+    assert (first["task"], first["outcome"], first["environment"]) == (
+        TASK,
+        "success",
+        ["bare-metal"],
+    )
+    tools = [(s["tool"], s["arguments"], s["is_error"]) for s in first["steps"] if s["tool"]]
+    assert tools == [
+        ("read_file", {"path": "setup.cfg"}, True),
+        ("list_dir", {"path": "."}, False),
+        ("read_file", {"path": "pyproject.toml"}, False),
+    ]
+    kinds = [s["kind"] for s in first["steps"]]
+    assert kinds[:2] == ["user_input", "llm_reasoning"] and kinds.count("llm_reasoning") == 5
+    failed = first["steps"][kinds.index("tool_call")]
+    assert "FileNotFoundError" in failed["observation"]
+    assert 'requires-python = ">=3.11"' in first["steps"][-2]["observation"]
+    assert any("calls read_file" in (s["content"] or "") for s in first["steps"])
+    learned = wait_until(
+        lambda: client.recall(TASK, environment=["bare-metal"], include_candidates=True).items
+    )
+    advice = next(item.advice for item in learned if "pyproject.toml" in item.advice)
+
+    agent_llm.chat_requests.clear()
+    run_python_snippet("langchain.md")
+
+    requests = agent_llm.chat_requests
+    system = requests[0]["messages"][0]
+    assert system["role"] == "system" and advice in system["content"]
+    tool_answers = [m["content"] for m in requests[-1]["messages"] if m["role"] == "tool"]
+    assert advice in tool_answers[0]  # the recall tool
+    assert "[hindsight]" in tool_answers[1] and "read_file" in tool_answers[1]  # the warning
+    assert "[hindsight]" not in tool_answers[2]  # list_dir never failed
+    assert len(live_site.reviewed_traces_of("repo-agent", 2)) == 2
