@@ -9,6 +9,7 @@ import json
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -71,3 +72,17 @@ def agent_llm() -> Iterator[FakeOpenAI]:
     server = FakeOpenAI().start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def example_project(live_site, agent_llm, monkeypatch, tmp_path) -> Iterator[Path]:
+    """A directory for a docs example to inspect, made the current one, with the environment
+    the examples read: the site's URL and key, the agent's LLM."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HINDSIGHT_URL", live_site.url)
+    monkeypatch.setenv("HINDSIGHT_API_KEY", live_site.key)
+    monkeypatch.setenv("OPENAI_BASE_URL", agent_llm.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    yield tmp_path
+    agent_llm.agent = None
+    agent_llm.chat_requests.clear()

@@ -4,6 +4,7 @@ block, which its framework's end-to-end test runs as written."""
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,12 @@ def snippet(page: str) -> tuple[str, str]:
 
 def run_python_snippet(page: str) -> dict[str, Any]:
     """Execute the page's Python block as a script (`__name__ == "__main__"`) in this
-    process, in the current directory and environment; returns its globals."""
+    process, in the current directory and environment; returns its globals. It runs in a
+    thread of its own: Playwright's sync API (the browser tests, earlier in the same session)
+    keeps an event loop in the main thread, where `asyncio.run` cannot start another."""
     language, code = snippet(page)
     assert language == "python", page
     namespace: dict[str, Any] = {"__name__": "__main__", "__file__": str(DOCS / page)}
-    exec(compile(code, str(DOCS / page), "exec"), namespace)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(exec, compile(code, str(DOCS / page), "exec"), namespace).result()
     return namespace

@@ -22,15 +22,10 @@ SCRIPT = [
 
 
 def test_a_run_is_recorded_reviewed_and_recalled_by_the_next_run(
-    live_site, agent_llm, monkeypatch, tmp_path
+    live_site, agent_llm, example_project
 ):
-    (tmp_path / "pyproject.toml").write_text('[project]\nrequires-python = ">=3.11"\n')
-    (tmp_path / "src").mkdir()
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HINDSIGHT_URL", live_site.url)
-    monkeypatch.setenv("HINDSIGHT_API_KEY", live_site.key)
-    monkeypatch.setenv("OPENAI_BASE_URL", agent_llm.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    (example_project / "pyproject.toml").write_text('[project]\nrequires-python = ">=3.11"\n')
+    (example_project / "src").mkdir()
     agent_llm.agent = SCRIPT
     client = live_site.client()
 

@@ -201,7 +201,7 @@ class TestRecorderLearnsAndWarns(ClientTestCase):
                 ).items
             )
         )
-        self.assertIn("restic.env", recall[0].advice)
+        self.assertTrue(any("restic.env" in item.advice for item in recall), recall)
         warnings = self.client.check_tool_call("read_file", {"path": "/etc/backup/backup.conf"})
         self.assertTrue(any("read_file" in w.message for w in warnings), warnings)
 

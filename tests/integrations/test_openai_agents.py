@@ -1,0 +1,74 @@
+"""OpenAI Agents SDK end to end, with the real `openai-agents` Runner and its
+OpenAIChatCompletionsModel talking to the local OpenAI-compatible server:
+docs/integrations/openai-agents.md's example runs as written, twice. The tracing processor
+records the first run (model turns, tool calls with arguments, results, the failed call, the
+outcome), the site's worker reviews it into an experience, and the second run gets it in its
+instructions and from the recall tool; the run hooks record the warning about the call that
+failed."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import wait_until
+from tests.fake_openai import AgentTurn
+from tests.integrations.snippets import run_python_snippet
+
+TASK = "Find which Node.js version this project needs"
+SCRIPT = [
+    AgentTurn("hindsight_recall", {"task": TASK}),
+    AgentTurn("read_file", {"path": ".nvmrc"}),
+    AgentTurn("list_dir", {"path": "."}),
+    AgentTurn("read_file", {"path": "package.json"}),
+    AgentTurn(text="Node.js >= 20 (engines.node in package.json)"),
+]
+
+
+def test_a_run_is_traced_reviewed_and_recalled_by_the_next_run(
+    live_site, agent_llm, example_project
+):
+    (example_project / "package.json").write_text(json.dumps({"engines": {"node": ">=20"}}))
+    (example_project / "src").mkdir()
+    agent_llm.agent = SCRIPT
+    client = live_site.client()
+
+    first_run = run_python_snippet("openai-agents.md")
+
+    assert first_run["result"].final_output == SCRIPT[-1].text
+    (first,) = live_site.reviewed_traces_of("release-agent", 1)
+    assert (first["task"], first["outcome"], first["final_answer"]) == (
+        TASK,
+        "success",
+        SCRIPT[-1].text,
+    )
+    tools = [(s["tool"], s["arguments"], s["is_error"]) for s in first["steps"] if s["tool"]]
+    assert tools == [
+        ("read_file", {"path": ".nvmrc"}, True),
+        ("list_dir", {"path": "."}, False),
+        ("read_file", {"path": "package.json"}, False),
+    ]
+    kinds = [s["kind"] for s in first["steps"]]
+    assert kinds[:2] == ["user_input", "llm_reasoning"] and kinds.count("llm_reasoning") == 5
+    failed, _, found = [s for s in first["steps"] if s["tool"]]
+    assert "FileNotFoundError" in failed["observation"]
+    assert '"node": ">=20"' in found["observation"]
+    assert any("calls read_file" in (s["content"] or "") for s in first["steps"])
+    learned = wait_until(
+        lambda: client.recall(TASK, environment=["bare-metal"], include_candidates=True).items
+    )
+    advice = next(item.advice for item in learned if "package.json" in item.advice)
+
+    agent_llm.chat_requests.clear()
+    run_python_snippet("openai-agents.md")
+
+    requests = agent_llm.chat_requests
+    system = requests[0]["messages"][0]
+    assert system["role"] == "system" and advice in system["content"]
+    tool_answers = [m["content"] for m in requests[-1]["messages"] if m["role"] == "tool"]
+    assert advice in tool_answers[0]  # the recall tool
+    steps = live_site.reviewed_traces_of("release-agent", 2)[1]["steps"]
+    warned = [n for n, s in enumerate(steps) if "[hindsight]" in (s["content"] or "")]
+    assert warned, steps  # a system step right after each read_file, none after list_dir
+    assert {steps[n]["kind"] for n in warned} == {"system"}
+    assert {steps[n - 1]["tool"] for n in warned} == {"read_file"}
+    assert "Similar calls to read_file failed" in steps[warned[0]]["content"]
