@@ -30,3 +30,26 @@ def run_python_snippet(page: str) -> dict[str, Any]:
     with ThreadPoolExecutor(max_workers=1) as pool:
         pool.submit(exec, compile(code, str(DOCS / page), "exec"), namespace).result()
     return namespace
+
+
+def assert_first_run(
+    trace: dict[str, Any], *, task: str, answer: str, calls: list[tuple[str, dict]], found: str
+) -> None:
+    """What every framework's first run of its example must have recorded: the task, the
+    outcome and answer, a user input, five model turns (four asking for a tool, one answer),
+    the tool calls in order with their arguments (the first failed with FileNotFoundError), and
+    the content the last call found."""
+    assert (trace["task"], trace["outcome"], trace["final_answer"]) == (task, "success", answer)
+    tool_steps = [s for s in trace["steps"] if s["tool"]]
+    assert [(s["tool"], s["arguments"], s["is_error"]) for s in tool_steps] == [
+        (tool, arguments, n == 0) for n, (tool, arguments) in enumerate(calls)
+    ]
+    assert "FileNotFoundError" in tool_steps[0]["observation"]
+    assert found in tool_steps[-1]["observation"]
+    kinds = [s["kind"] for s in trace["steps"]]
+    assert kinds[:2] == ["user_input", "llm_reasoning"] and kinds.count("llm_reasoning") == 5
+    asked = [s["content"] for s in trace["steps"] if s["kind"] == "llm_reasoning"]
+    assert [line.split(" ")[1] for line in asked[:4]] == ["hindsight_recall"] + [
+        tool for tool, _ in calls
+    ]
+    assert asked[-1] == answer

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tests.conftest import wait_until
 from tests.fake_openai import AgentTurn
-from tests.integrations.snippets import run_python_snippet
+from tests.integrations.snippets import assert_first_run, run_python_snippet
 
 TASK = "Find which Python version this project needs"
 SCRIPT = [
@@ -33,23 +33,13 @@ def test_a_run_is_recorded_reviewed_and_recalled_by_the_next_run(
 
     assert first_run["result"]["messages"][-1].content == SCRIPT[-1].text
     (first,) = live_site.reviewed_traces_of("repo-agent", 1)
-    assert (first["task"], first["outcome"], first["environment"]) == (
-        TASK,
-        "success",
-        ["bare-metal"],
+    assert_first_run(
+        first,
+        task=TASK,
+        answer=SCRIPT[-1].text,
+        calls=[(turn.tool, turn.arguments) for turn in SCRIPT[1:-1]],
+        found='requires-python = ">=3.11"',
     )
-    tools = [(s["tool"], s["arguments"], s["is_error"]) for s in first["steps"] if s["tool"]]
-    assert tools == [
-        ("read_file", {"path": "setup.cfg"}, True),
-        ("list_dir", {"path": "."}, False),
-        ("read_file", {"path": "pyproject.toml"}, False),
-    ]
-    kinds = [s["kind"] for s in first["steps"]]
-    assert kinds[:2] == ["user_input", "llm_reasoning"] and kinds.count("llm_reasoning") == 5
-    failed = first["steps"][kinds.index("tool_call")]
-    assert "FileNotFoundError" in failed["observation"]
-    assert 'requires-python = ">=3.11"' in first["steps"][-2]["observation"]
-    assert any("calls read_file" in (s["content"] or "") for s in first["steps"])
     learned = wait_until(
         lambda: client.recall(TASK, environment=["bare-metal"], include_candidates=True).items
     )

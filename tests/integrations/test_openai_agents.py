@@ -12,7 +12,7 @@ import json
 
 from tests.conftest import wait_until
 from tests.fake_openai import AgentTurn
-from tests.integrations.snippets import run_python_snippet
+from tests.integrations.snippets import assert_first_run, run_python_snippet
 
 TASK = "Find which Node.js version this project needs"
 SCRIPT = [
@@ -36,23 +36,13 @@ def test_a_run_is_traced_reviewed_and_recalled_by_the_next_run(
 
     assert first_run["result"].final_output == SCRIPT[-1].text
     (first,) = live_site.reviewed_traces_of("release-agent", 1)
-    assert (first["task"], first["outcome"], first["final_answer"]) == (
-        TASK,
-        "success",
-        SCRIPT[-1].text,
+    assert_first_run(
+        first,
+        task=TASK,
+        answer=SCRIPT[-1].text,
+        calls=[(turn.tool, turn.arguments) for turn in SCRIPT[1:-1]],
+        found='"node": ">=20"',
     )
-    tools = [(s["tool"], s["arguments"], s["is_error"]) for s in first["steps"] if s["tool"]]
-    assert tools == [
-        ("read_file", {"path": ".nvmrc"}, True),
-        ("list_dir", {"path": "."}, False),
-        ("read_file", {"path": "package.json"}, False),
-    ]
-    kinds = [s["kind"] for s in first["steps"]]
-    assert kinds[:2] == ["user_input", "llm_reasoning"] and kinds.count("llm_reasoning") == 5
-    failed, _, found = [s for s in first["steps"] if s["tool"]]
-    assert "FileNotFoundError" in failed["observation"]
-    assert '"node": ">=20"' in found["observation"]
-    assert any("calls read_file" in (s["content"] or "") for s in first["steps"])
     learned = wait_until(
         lambda: client.recall(TASK, environment=["bare-metal"], include_candidates=True).items
     )
