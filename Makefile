@@ -6,6 +6,8 @@ STAMP_RUN := $(VENV)/.installed-run
 STAMP_TEST := $(VENV)/.installed-test
 # Front-end packages (CSS framework, charts) from npm; reinstalled when package.json changes.
 STAMP_NODE := node_modules/.installed
+# The TypeScript client's build and test tools (tsc, the AI SDK, @openai/agents) from npm.
+STAMP_TS := clients/typescript/node_modules/.installed
 PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 
 .PHONY: run test lint format bench clean-data
@@ -13,7 +15,7 @@ PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 run: $(STAMP_RUN) $(STAMP_NODE)
 	$(VENV)/bin/hindsight run
 
-test: $(STAMP_TEST) $(STAMP_NODE)
+test: $(STAMP_TEST) $(STAMP_NODE) $(STAMP_TS)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 # mypy loads the settings (django-stubs): importing them starts and writes nothing
@@ -46,6 +48,10 @@ $(STAMP_TEST): pyproject.toml clients/python/pyproject.toml $(STAMP_RUN)
 
 $(STAMP_NODE): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(STAMP_TS): clients/typescript/package.json clients/typescript/package-lock.json
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 clean-data:

@@ -4,7 +4,10 @@ behaviour ("ok", "500", "429", "timeout", "invalid_json", "wrong_indexes", "miss
 
 With `agent` set (a list of `AgentTurn`), it plays an agent's model instead: a request whose
 conversation holds n tool results is answered with turn n, a tool call or the final text, so
-every run of the same script makes the same calls (tests/integrations/)."""
+every run of the same script makes the same calls (tests/integrations/). Tests in another
+language script it over HTTP: `POST /v1/test/agent-script` with `{"task", "turns": [{"tool",
+"arguments"} | {"text"}]}` plays those turns for conversations whose first user message is
+`task`, and `GET /v1/test/chat-requests` lists the chat requests received so far."""
 
 import base64
 import hashlib
@@ -61,6 +64,16 @@ class AgentTurn:
     text: str = ""
 
 
+def first_user_text(body: dict[str, Any]) -> str:
+    for message in body["messages"]:
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):  # content parts
+                return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+            return str(content or "")
+    return ""
+
+
 def agent_message(turns: list[AgentTurn], body: dict[str, Any]) -> dict[str, Any]:
     """The assistant message for the conversation in `body`: turn n after n tool results."""
     done = sum(1 for message in body["messages"] if message.get("role") == "tool")
@@ -88,6 +101,7 @@ class FakeOpenAI:
         self.script: deque[str] = deque()
         self.default = "ok"
         self.agent: list[AgentTurn] | None = None
+        self.scripts_by_task: dict[str, list[AgentTurn]] = {}
         self.delay = 0.0
         # Cleared: an embedding request waits (up to 30 s) until it is set again, so a test can
         # act while a request is in flight.
@@ -132,8 +146,17 @@ class FakeOpenAI:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout scenario)
 
+            def do_GET(self) -> None:
+                if self.path.endswith("/test/chat-requests"):
+                    return self._send(200, {"requests": fake.chat_requests})
+                self._send(404, {"error": {"message": "not found"}})
+
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                if self.path.endswith("/test/agent-script"):
+                    turns = [AgentTurn(**turn) for turn in body["turns"]]
+                    fake.scripts_by_task[body["task"]] = turns
+                    return self._send(200, {"task": body["task"], "turns": len(turns)})
                 if self.path.endswith("/embeddings"):
                     fake.embedding_requests.append(body)
                     self._embeddings(body)
@@ -175,8 +198,9 @@ class FakeOpenAI:
                 if behaviour == "timeout":
                     time.sleep(3)
                     return self._send(500, {"error": {"message": "too late"}})
-                if fake.agent is not None:
-                    message = agent_message(fake.agent, body)
+                turns = fake.scripts_by_task.get(first_user_text(body)) or fake.agent
+                if turns is not None:
+                    message = agent_message(turns, body)
                     return self._send(200, self._completion(body, message=message))
                 prompt = body["messages"][-1]["content"]
                 if "response_format" not in body:  # a plain-text request

@@ -43,7 +43,7 @@ def test_a_run_is_recorded_reviewed_and_recalled_by_the_next_run(
     learned = wait_until(
         lambda: client.recall(TASK, environment=["bare-metal"], include_candidates=True).items
     )
-    advice = next(item.advice for item in learned if "pyproject.toml" in item.advice)
+    advice = next(item.advice for item in learned if TASK in item.advice)
 
     agent_llm.chat_requests.clear()
     run_python_snippet("langchain.md")
