@@ -115,3 +115,48 @@ export async function startRelay({ failures = 0 } = {}) {
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   return { url: `http://127.0.0.1:${server.address().port}`, seen, close: () => server.close() };
 }
+
+/** What every framework's first run of its example must have recorded: the task, the outcome
+ * and answer, a user input, five model turns (four asking for a tool, one answer), the tool
+ * calls in order with their arguments (the first one failed), and what the last one found. */
+export function assertFirstRun(assert, trace, { task, answer, calls, failure, found }) {
+  assert.deepEqual([trace.task, trace.outcome, trace.final_answer], [task, "success", answer]);
+  const toolSteps = trace.steps.filter((s) => s.tool);
+  assert.deepEqual(
+    toolSteps.map((s) => [s.tool, s.arguments, s.is_error]),
+    calls.map(([tool, args], n) => [tool, args, n === 0]),
+  );
+  assert.ok(toolSteps[0].observation.includes(failure), toolSteps[0].observation);
+  assert.ok(toolSteps.at(-1).observation.includes(found), toolSteps.at(-1).observation);
+  const kinds = trace.steps.map((s) => s.kind);
+  assert.deepEqual(kinds.slice(0, 2), ["user_input", "llm_reasoning"]);
+  const turns = trace.steps.filter((s) => s.kind === "llm_reasoning").map((s) => s.content);
+  assert.deepEqual(
+    turns.map((text) => (text.startsWith("calls ") ? text.split(" ")[1] : text)),
+    ["hindsight_recall", ...calls.map(([tool]) => tool), answer],
+  );
+}
+
+/** Run an example twice, the model scripted; returns what the second run's model was sent
+ * and the advice it was given (from the first run, reviewed and distilled by the site). */
+export async function runTwice(assert, { page, agent, task, turns, client, check }) {
+  await scriptAgent(task, turns);
+  await runSnippet(page);
+  const [first] = await reviewedTracesOf(agent, 1);
+  check(first);
+  const items = await waitUntil(async () => {
+    const recall = await client.recall(task, { environment: ["bare-metal"], includeCandidates: true });
+    return recall.items.find((item) => item.advice.includes(task)) ? recall.items : null;
+  });
+  const advice = items.find((item) => item.advice.includes(task)).advice;
+  const before = (await chatRequests(task)).length;
+  await runSnippet(page);
+  const second = (await chatRequests(task)).slice(before);
+  await reviewedTracesOf(agent, 2);
+  return { advice, second };
+}
+
+/** The text of a chat message's content (a string, or parts). */
+export function messageText(message) {
+  return contentText(message.content);
+}
