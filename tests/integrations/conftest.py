@@ -50,6 +50,15 @@ class LiveSite:
 
         return wait_until(reviewed, timeout=timeout)
 
+    def completed_trace_of(self, agent: str, timeout: float = 30.0) -> dict[str, Any]:
+        """The agent's one trace, once it is complete (whatever its review)."""
+
+        def completed() -> dict[str, Any] | None:
+            listed = self.get(f"traces?agent={agent}&is_complete=true")["items"]
+            return self.get(f"traces/{listed[0]['id']}") if listed else None
+
+        return wait_until(completed, timeout=timeout)
+
 
 @pytest.fixture(scope="session")
 def live_site(tmp_path_factory) -> Iterator[LiveSite]:

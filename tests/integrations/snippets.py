@@ -4,6 +4,7 @@ block, which its framework's end-to-end test runs as written."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -27,9 +28,14 @@ def run_python_snippet(page: str) -> dict[str, Any]:
     language, code = snippet(page)
     assert language == "python", page
     namespace: dict[str, Any] = {"__name__": "__main__", "__file__": str(DOCS / page)}
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pool.submit(exec, compile(code, str(DOCS / page), "exec"), namespace).result()
+    run_in_thread(lambda: exec(compile(code, str(DOCS / page), "exec"), namespace))
     return namespace
+
+
+def run_in_thread(call: Callable[[], Any]) -> Any:
+    """`call()` in a thread of its own (see `run_python_snippet`), its exception raised here."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(call).result()
 
 
 def assert_first_run(

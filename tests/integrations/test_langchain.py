@@ -7,6 +7,8 @@ failed."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import wait_until
 from tests.fake_openai import AgentTurn
 from tests.integrations.snippets import assert_first_run, run_python_snippet
@@ -56,3 +58,38 @@ def test_a_run_is_recorded_reviewed_and_recalled_by_the_next_run(
     assert "[hindsight]" in tool_answers[1] and "read_file" in tool_answers[1]  # the warning
     assert "[hindsight]" not in tool_answers[2]  # list_dir never failed
     assert len(live_site.reviewed_traces_of("repo-agent", 2)) == 2
+
+
+def test_a_run_that_raises_is_recorded_as_a_failure_with_its_exception(live_site, agent_llm):
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+
+    from hindsight_client.integrations.langchain import HindsightCallbackHandler
+
+    @tool
+    def deploy(service: str) -> str:
+        """Deploy a service."""
+        raise RuntimeError(f"registry unreachable while pushing {service}")
+
+    task = "Deploy the web service"
+    agent_llm.scripts_by_task[task] = [AgentTurn("deploy", {"service": "web"}), AgentTurn(text="-")]
+    model = ChatOpenAI(model="m", base_url=agent_llm.base_url, api_key="test-key")
+    handler = HindsightCallbackHandler(live_site.client(), agent="lc-deployer")
+
+    with pytest.raises(RuntimeError):
+        create_agent(model, tools=[deploy]).invoke(
+            {"messages": [{"role": "user", "content": task}]},
+            config={"callbacks": [handler], "metadata": {"user_id": "ada"}},
+        )
+
+    trace = live_site.completed_trace_of("lc-deployer")
+    assert (trace["task"], trace["outcome"], trace["user"]) == (task, "failure", "ada")
+    *_, failed, last = trace["steps"]
+    assert (failed["tool"], failed["arguments"], failed["is_error"]) == (
+        "deploy",
+        {"service": "web"},
+        True,
+    )
+    assert "registry unreachable" in failed["observation"]
+    assert last["kind"] == "system" and "RuntimeError" in last["content"]

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import wait_until
 from tests.fake_openai import AgentTurn
-from tests.integrations.snippets import assert_first_run, run_python_snippet
+from tests.integrations.snippets import assert_first_run, run_in_thread, run_python_snippet
 
 TASK = "Find which Node.js version this project needs"
 SCRIPT = [
@@ -62,3 +64,48 @@ def test_a_run_is_traced_reviewed_and_recalled_by_the_next_run(
     assert {steps[n]["kind"] for n in warned} == {"system"}
     assert {steps[n - 1]["tool"] for n in warned} == {"read_file"}
     assert "Similar calls to read_file failed" in steps[warned[0]]["content"]
+
+
+def test_a_run_that_raises_is_recorded_as_a_failure(live_site, agent_llm):
+    import asyncio
+
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, trace
+    from agents.tracing import set_trace_processors
+    from openai import AsyncOpenAI
+
+    from hindsight_client.integrations.openai_agents import HindsightTracingProcessor
+
+    task = "Rotate the database password"
+    agent_llm.scripts_by_task[task] = [AgentTurn("rotate", {"db": "orders"}), AgentTurn(text="-")]
+    processor = HindsightTracingProcessor(live_site.client(), agent="oa-rotator")
+    set_trace_processors([processor])
+
+    @function_tool(failure_error_function=None)  # the error stops the run
+    def rotate(db: str) -> str:
+        """Rotate a database password."""
+        raise TimeoutError(f"vault did not answer for {db}")
+
+    client = AsyncOpenAI(base_url=agent_llm.base_url, api_key="test-key")
+    agent = Agent(
+        name="rotator",
+        tools=[rotate],
+        model=OpenAIChatCompletionsModel(model="m", openai_client=client),
+    )
+
+    async def main() -> None:
+        with trace("rotation", group_id="session-7", metadata={"user_id": "ada"}):
+            await Runner.run(agent, task)
+
+    with pytest.raises(Exception, match="vault did not answer"):
+        run_in_thread(lambda: asyncio.run(main()))
+
+    recorded = live_site.completed_trace_of("oa-rotator")
+    assert (recorded["task"], recorded["outcome"]) == (task, "failure")
+    assert (recorded["user"], recorded["session_id"]) == ("ada", "session-7")
+    tool_step = next(s for s in recorded["steps"] if s["tool"])
+    assert (tool_step["tool"], tool_step["arguments"], tool_step["is_error"]) == (
+        "rotate",
+        {"db": "orders"},
+        True,
+    )
+    assert recorded["steps"][-1]["kind"] == "system" and recorded["steps"][-1]["is_error"]

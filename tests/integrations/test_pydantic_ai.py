@@ -7,6 +7,8 @@ call that failed."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import wait_until
 from tests.fake_openai import AgentTurn
 from tests.integrations.snippets import assert_first_run, run_python_snippet
@@ -56,3 +58,35 @@ def test_a_run_is_recorded_reviewed_and_recalled_by_the_next_run(
     assert "[hindsight]" in tool_answers[3] and "read_file" in tool_answers[3]  # the warning
     assert "[hindsight]" not in tool_answers[2]  # list_dir never failed
     assert len(live_site.reviewed_traces_of("license-agent", 2)) == 2
+
+
+def test_a_run_that_raises_is_recorded_as_a_failure_with_the_history_so_far(live_site, agent_llm):
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from hindsight_client.integrations.pydantic_ai import HindsightCapability
+
+    task = "Restart the billing worker"
+    agent_llm.scripts_by_task[task] = [
+        AgentTurn("restart", {"unit": "billing"}),
+        AgentTurn(text="-"),
+    ]
+    provider = OpenAIProvider(base_url=agent_llm.base_url, api_key="test-key")
+    hindsight = HindsightCapability(client=live_site.client(), agent="pa-restarter")
+    agent = Agent(OpenAIChatModel("m", provider=provider), capabilities=[hindsight])
+
+    @agent.tool_plain
+    def restart(unit: str) -> str:
+        """Restart a systemd unit."""
+        raise PermissionError(f"not allowed to restart {unit}")
+
+    with pytest.raises(PermissionError):
+        agent.run_sync(task)
+
+    trace = live_site.completed_trace_of("pa-restarter")
+    assert (trace["task"], trace["outcome"]) == (task, "failure")
+    kinds = [s["kind"] for s in trace["steps"]]
+    assert kinds == ["user_input", "llm_reasoning", "system"]
+    assert "calls restart" in trace["steps"][1]["content"]
+    assert "PermissionError: not allowed to restart billing" in trace["steps"][2]["content"]

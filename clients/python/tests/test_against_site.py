@@ -129,6 +129,16 @@ class TestInstalledAlone(unittest.TestCase):
         self.assertTrue(hindsight_client.__file__.startswith(expected), hindsight_client.__file__)
 
 
+class TestIntegrationsCommonPart(ClientTestCase):
+    def test_the_shared_part_of_the_integrations_needs_no_framework(self) -> None:
+        from hindsight_client.integrations.common import RecallScope, recall_block
+
+        block = recall_block(self.client, "Rotate the TLS certificate", RecallScope(k=1))
+        self.assertIsInstance(block, str)
+        with self.assertRaises(ImportError):  # the framework comes with its extra only
+            import hindsight_client.integrations.langchain  # noqa: F401
+
+
 class TestTraces(ClientTestCase):
     def test_a_trace_is_stored_once_and_read_back_with_its_steps(self) -> None:
         agent, external_id = unique("wheel-agent"), unique("run")

@@ -45,9 +45,11 @@ export interface TracingProcessorOptions extends Partial<Omit<RecorderOptions, "
 
 type AnySpan = Span<any>;
 
-/** Sends each finished trace as one trajectory (see the module's comment). */
+/** Sends each finished trace as one trajectory (see the module's comment). The SDK (0.20)
+ * never ends a trace whose run threw, so a top-level span ending with an error ends its trace
+ * here: the trajectory is sent as a failure, and later spans of that trace are not recorded. */
 export class HindsightTracingProcessor implements TracingProcessor {
-  private readonly open = new Map<string, AnySpan[]>();
+  private readonly open = new Map<string, { trace: Trace; spans: AnySpan[] }>();
   private readonly sending: Promise<FinishResult>[] = [];
   private readonly ignoreTools: Set<string>;
 
@@ -59,28 +61,33 @@ export class HindsightTracingProcessor implements TracingProcessor {
   }
 
   async onTraceStart(trace: Trace): Promise<void> {
-    this.open.set(trace.traceId, []);
+    this.open.set(trace.traceId, { trace, spans: [] });
   }
 
   async onSpanStart(): Promise<void> {}
 
   async onSpanEnd(span: AnySpan): Promise<void> {
-    this.open.get(span.traceId)?.push(span);
+    this.open.get(span.traceId)?.spans.push(span);
+    if (span.parentId === null && span.error) this.end(span.traceId);
   }
 
   async onTraceEnd(trace: Trace): Promise<void> {
-    const spans = this.open.get(trace.traceId);
-    this.open.delete(trace.traceId);
-    if (!spans?.length) return;
+    this.end(trace.traceId);
+  }
+
+  private end(traceId: string): void {
+    const open = this.open.get(traceId);
+    this.open.delete(traceId);
+    if (!open?.spans.length) return;
     try {
-      this.sending.push(this.send(trace, spans));
+      this.sending.push(this.send(open.trace, open.spans));
     } catch (error) {
-      console.warn(`hindsight: trace ${trace.traceId} could not be recorded: ${(error as Error).message}`);
+      console.warn(`hindsight: trace ${traceId} could not be recorded: ${(error as Error).message}`);
     }
   }
 
   private send(trace: Trace, unordered: AnySpan[]): Promise<FinishResult> {
-    const spans = [...unordered].sort((a, b) => (a.startedAt ?? "").localeCompare(b.startedAt ?? ""));
+    const spans = [...unordered].sort((a, b) => position(a).localeCompare(position(b)));
     const task = taskOf(spans) || trace.name;
     const user = trace.metadata?.user_id ?? trace.metadata?.user;
     const { ignoreTools: _ignored, ...recorderOptions } = this.options;
@@ -193,6 +200,12 @@ function agentOf(spans: AnySpan[]): string | undefined {
 
 function outcomeOf(spans: AnySpan[]): "success" | "failure" {
   return spans.some((span) => span.spanData.type === "agent" && span.error) ? "failure" : "success";
+}
+
+/** Where a span's step goes: when it started, or for an agent span (a step only when it
+ * failed) when it ended. */
+function position(span: AnySpan): string {
+  return (span.spanData.type === "agent" ? span.endedAt : span.startedAt) ?? "";
 }
 
 function durationMs(span: AnySpan): number | undefined {

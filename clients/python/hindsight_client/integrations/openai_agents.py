@@ -186,7 +186,7 @@ class HindsightTracingProcessor(TracingProcessor):
             logger.exception("hindsight: trace %s could not be recorded", trace.trace_id)
 
     def _send(self, open_trace: _OpenTrace) -> None:
-        trace, spans = open_trace.trace, sorted(open_trace.spans, key=_started)
+        trace, spans = open_trace.trace, sorted(open_trace.spans, key=_position)
         metadata = dict(getattr(trace, "metadata", None) or {})
         user = metadata.get("user_id") or metadata.get("user")
         group = getattr(trace, "group_id", None)
@@ -337,7 +337,11 @@ def _content_text(content: Any) -> str:
     return text_of(content)
 
 
-def _started(span: Span[Any]) -> str:
+def _position(span: Span[Any]) -> str:
+    """Where a span's step goes: when it started, or for an agent span (a step only when it
+    failed) when it ended."""
+    if isinstance(span.span_data, AgentSpanData):
+        return span.ended_at or ""
     return span.started_at or ""
 
 

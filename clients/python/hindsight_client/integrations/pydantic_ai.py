@@ -65,6 +65,9 @@ class HindsightCapability(AbstractCapability[Any]):
     ignore_tools: Sequence[str] = (RECALL_TOOL_NAME,)
     recorder_options: dict[str, Any] = field(default_factory=dict)
     recorders: list[TrajectoryRecorder] = field(default_factory=list, init=False, repr=False)
+    # Each run's history as its hooks see it (by run id): the context a run error is reported
+    # with does not hold it.
+    _histories: dict[str, list[ModelMessage]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.scope is None:
@@ -113,6 +116,7 @@ class HindsightCapability(AbstractCapability[Any]):
     async def wrap_tool_execute(
         self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: Any, args: Any, handler: Any
     ) -> Any:
+        self._remember_history(ctx)
         if not self.warn or call.tool_name in self.ignore_tools:
             return await handler(args)
         pending = self._warnings.check(call.tool_name, call.args_as_dict())
@@ -124,12 +128,22 @@ class HindsightCapability(AbstractCapability[Any]):
 
     # ------------------------------------------------------------------ the trajectory
 
+    async def before_model_request(self, ctx: RunContext[Any], request_context: Any) -> Any:
+        self._remember_history(ctx)
+        return request_context
+
+    def _remember_history(self, ctx: RunContext[Any]) -> None:
+        if ctx.run_id is not None:
+            self._histories[ctx.run_id] = ctx.messages
+
     async def after_run(self, ctx: RunContext[Any], *, result: Any) -> Any:
+        self._histories.pop(ctx.run_id or "", None)
         self._record(ctx, result.all_messages(), "success", final_answer=text_of(result.output))
         return result
 
     async def on_run_error(self, ctx: RunContext[Any], *, error: BaseException) -> Any:
-        self._record(ctx, ctx.messages, "failure", error=error)
+        history = self._histories.pop(ctx.run_id or "", None) or ctx.messages
+        self._record(ctx, history, "failure", error=error)
         raise error
 
     def _record(
