@@ -7,7 +7,8 @@ conversation holds n tool results is answered with turn n, a tool call or the fi
 every run of the same script makes the same calls (tests/integrations/). Tests in another
 language script it over HTTP: `POST /v1/test/agent-script` with `{"task", "turns": [{"tool",
 "arguments"} | {"text"}]}` plays those turns for conversations whose first user message is
-`task`, and `GET /v1/test/chat-requests` lists the chat requests received so far."""
+`task`, and `GET /v1/test/chat-requests` lists the chat requests received so far. The same
+script answers the Responses API (`POST /v1/responses`, not streamed) for agents on it."""
 
 import base64
 import hashlib
@@ -72,6 +73,39 @@ def first_user_text(body: dict[str, Any]) -> str:
                 return "".join(p.get("text", "") for p in content if isinstance(p, dict))
             return str(content or "")
     return ""
+
+
+def responses_output(turns: list[AgentTurn], body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Responses API output for the input in `body`: turn n after n function outputs."""
+    items = body["input"] if isinstance(body["input"], list) else []
+    done = sum(1 for item in items if item.get("type") == "function_call_output")
+    turn = turns[min(done, len(turns) - 1)]
+    if not turn.tool:
+        text = {"type": "output_text", "text": turn.text, "annotations": []}
+        return [
+            {
+                "type": "message",
+                "id": f"msg_{done}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [text],
+            }
+        ]
+    call = {
+        "type": "function_call",
+        "id": f"fc_{done}",
+        "call_id": f"call_{done}",
+        "name": turn.tool,
+        "arguments": json.dumps(turn.arguments),
+        "status": "completed",
+    }
+    return [call]
+
+
+def responses_task(body: dict[str, Any]) -> str:
+    if isinstance(body["input"], str):
+        return body["input"]
+    return first_user_text({"messages": body["input"]})
 
 
 def agent_message(turns: list[AgentTurn], body: dict[str, Any]) -> dict[str, Any]:
@@ -157,6 +191,9 @@ class FakeOpenAI:
                     turns = [AgentTurn(**turn) for turn in body["turns"]]
                     fake.scripts_by_task[body["task"]] = turns
                     return self._send(200, {"task": body["task"], "turns": len(turns)})
+                if self.path.endswith("/responses"):
+                    fake.chat_requests.append(body)
+                    return self._responses(body)
                 if self.path.endswith("/embeddings"):
                     fake.embedding_requests.append(body)
                     self._embeddings(body)
@@ -165,6 +202,31 @@ class FakeOpenAI:
                     self._chat(body)
                 else:
                     self._send(404, {"error": {"message": "not found"}})
+
+            def _responses(self, body: dict[str, Any]) -> None:
+                turns = fake.scripts_by_task.get(responses_task(body)) or fake.agent
+                if turns is None:
+                    return self._send(404, {"error": {"message": "no agent script"}})
+                usage = {
+                    "input_tokens": 850,
+                    "input_tokens_details": {"cached_tokens": 0},
+                    "output_tokens": 24,
+                    "output_tokens_details": {"reasoning_tokens": 0},
+                    "total_tokens": 874,
+                }
+                response = {
+                    "id": "resp_test",
+                    "object": "response",
+                    "created_at": int(time.time()),
+                    "model": body["model"],
+                    "status": "completed",
+                    "output": responses_output(turns, body),
+                    "parallel_tool_calls": True,
+                    "tool_choice": "auto",
+                    "tools": [],
+                    "usage": usage,
+                }
+                self._send(200, response)
 
             def _embeddings(self, body: dict[str, Any]) -> None:
                 fake.embedding_gate.wait(30)

@@ -109,3 +109,47 @@ def test_a_run_that_raises_is_recorded_as_a_failure(live_site, agent_llm):
         True,
     )
     assert recorded["steps"][-1]["kind"] == "system" and recorded["steps"][-1]["is_error"]
+
+
+def test_a_run_on_the_responses_api_is_recorded_from_its_response_spans(live_site, agent_llm):
+    import asyncio
+
+    from agents import Agent, OpenAIResponsesModel, Runner, function_tool
+    from agents.tracing import set_trace_processors
+    from openai import AsyncOpenAI
+
+    from hindsight_client.integrations.openai_agents import HindsightTracingProcessor
+
+    task = "Find which port the web service listens on"
+    agent_llm.scripts_by_task[task] = [
+        AgentTurn("read_config", {"service": "web"}),
+        AgentTurn(text="port 8080 (web.toml)"),
+    ]
+    processor = HindsightTracingProcessor(live_site.client(), agent="oa-responses")
+    set_trace_processors([processor])
+
+    @function_tool
+    def read_config(service: str) -> str:
+        """Read a service's configuration."""
+        return f"[{service}]\nport = 8080"
+
+    client = AsyncOpenAI(base_url=agent_llm.base_url, api_key="test-key")
+    agent = Agent(
+        name="ports",
+        tools=[read_config],
+        model=OpenAIResponsesModel(model="m", openai_client=client),
+    )
+
+    result = run_in_thread(lambda: asyncio.run(Runner.run(agent, task)))
+
+    assert result.final_output == "port 8080 (web.toml)"
+    recorded = live_site.completed_trace_of("oa-responses")
+    assert (recorded["task"], recorded["outcome"]) == (task, "success")
+    steps = [(s["kind"], s["tool"] or s["content"]) for s in recorded["steps"]]
+    assert steps == [
+        ("user_input", task),
+        ("llm_reasoning", 'calls read_config {"service": "web"}'),
+        ("tool_call", "read_config"),
+        ("llm_reasoning", "port 8080 (web.toml)"),
+    ]
+    assert "port = 8080" in recorded["steps"][2]["observation"]
