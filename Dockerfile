@@ -29,7 +29,7 @@ WORKDIR /app
 COPY . .
 COPY --from=assets /app/node_modules ./node_modules
 # The local embedder's tokenizer and model go to their default place, <sys.prefix>/share/hindsight.
-RUN pip install . \
+RUN pip install ./clients/python . \
     && python scripts/fetch_tokenizer.py /usr/local/share/hindsight/tokenizer.json \
     && python scripts/build_embedding_model.py \
         /usr/local/share/hindsight/all-MiniLM-L6-v2-int8-dynamic.onnx \

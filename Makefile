@@ -6,6 +6,8 @@ STAMP_RUN := $(VENV)/.installed-run
 STAMP_TEST := $(VENV)/.installed-test
 # Front-end packages (CSS framework, charts) from npm; reinstalled when package.json changes.
 STAMP_NODE := node_modules/.installed
+# The TypeScript client's build and test tools (tsc, the AI SDK, @openai/agents) from npm.
+STAMP_TS := clients/typescript/node_modules/.installed
 PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 
 .PHONY: run test lint format bench clean-data
@@ -13,7 +15,7 @@ PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 run: $(STAMP_RUN) $(STAMP_NODE)
 	$(VENV)/bin/hindsight run
 
-test: $(STAMP_TEST) $(STAMP_NODE)
+test: $(STAMP_TEST) $(STAMP_NODE) $(STAMP_TS)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 # mypy loads the settings (django-stubs): importing them starts and writes nothing
@@ -32,19 +34,24 @@ bench: $(STAMP_TEST)
 $(PY):
 	@scripts/ensure_venv.sh $(VENV)
 
-$(STAMP_RUN): pyproject.toml | $(PY)
+# The agents' client is its own distribution (clients/python/); the server depends on it.
+$(STAMP_RUN): pyproject.toml clients/python/pyproject.toml | $(PY)
 	@scripts/ensure_venv.sh $(VENV)
-	$(PIP) -e .
+	$(PIP) -e ./clients/python -e .
 	$(PY) scripts/fetch_tokenizer.py $(VENV)/share/hindsight/tokenizer.json
 	$(PY) scripts/build_embedding_model.py $(VENV)/share/hindsight/all-MiniLM-L6-v2-int8-dynamic.onnx
 	@touch $@
 
-$(STAMP_TEST): pyproject.toml $(STAMP_RUN)
-	$(PIP) -e '.[test]'
+$(STAMP_TEST): pyproject.toml clients/python/pyproject.toml $(STAMP_RUN)
+	$(PIP) -e './clients/python[langchain,openai-agents,pydantic-ai]' -e '.[test]'
 	@touch $@
 
 $(STAMP_NODE): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(STAMP_TS): clients/typescript/package.json clients/typescript/package-lock.json
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 clean-data:

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # hindsight_client is importable from a checkout, or vendored
+# hindsight_client is installed (clients/python/), vendored, or importable from a checkout
+sys.path.insert(0, str(ROOT / "clients" / "python"))
 
 from hindsight_client import HindsightClient  # noqa: E402
 

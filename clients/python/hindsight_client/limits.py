@@ -118,7 +118,7 @@ def _flatten_largest(step: dict[str, Any]) -> bool:
     sized = [
         (len(dumps(container[key])), n)
         for n, (container, key) in enumerate(slots)
-        if isinstance(container[key], dict | list) and container[key]
+        if isinstance(container[key], (dict, list)) and container[key]
     ]
     if not sized:
         return False

@@ -66,7 +66,9 @@ class Replayer:
                 probe=self._probe,
                 refuse=self._refuse,
             )
-            for position, (step, _) in zip(positions, items, strict=True):
+            # One position per item (zip(strict=True) needs Python 3.10).
+            assert len(positions) == len(items)
+            for position, (step, _) in zip(positions, items):
                 if steps[position] is not step:
                     steps[position] = step
                     self.changed = True

@@ -322,7 +322,7 @@ class TrajectoryRecorder(RecorderSender):
         if self._finish is not None:
             return
         if exc is not None and self._error is None:
-            last = traceback.format_exception_only(exc)[-1].strip()
+            last = traceback.format_exception_only(type(exc), exc)[-1].strip()
             with suppress(QueueFull):  # never hide the agent's own exception
                 self._put(exception_step(last, type(exc).__name__, self._context))
             self.finish("failure", final_answer=self._outcome.get("final_answer"))
