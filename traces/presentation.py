@@ -66,8 +66,6 @@ def review_decorate(review: Review) -> Review:
 
 # ------------------------------------------------------------------------- inspector: reading aids
 
-STEP_FILTERS = ("tools", "errors", "mine")  # ?show= of the inspector; "" shows every step
-
 
 def step_is_own_change(step: Step, *, user: User) -> bool:
     """The step's current label is one `user` set by judging the step ("my changes").
@@ -82,50 +80,17 @@ def step_is_own_change(step: Step, *, user: User) -> bool:
     )
 
 
-@dataclass(frozen=True)
-class StepOverview:
-    """Counts for the inspector's step filters and the targets of its jump links."""
-
-    total: int
-    tool_calls: int
-    errors: int
-    own_changes: int
-    first_error: int | None
-    first_unlabelled: int | None
-
-
-def steps_mark_for_reading(steps: list[Step], *, user: User) -> StepOverview:
+def steps_mark_for_reading(
+    steps: list[Step], *, user: User, first_index: dict[str, int]
+) -> list[Step]:
     """Mark each step with `repeats_index` (the first earlier step with the same text: a repeated
-    prompt) and `is_own_change`; no query, the steps are already loaded."""
-    first_with: dict[str, int] = {}
-    own_changes = 0
+    prompt; `first_index` from traces.selectors.inspector.first_index_of_contents) and
+    `is_own_change`."""
     for step in steps:
-        first = first_with.setdefault(step.content, step.index) if step.content else step.index
-        step.repeats_index = first if first != step.index else None  # type: ignore[attr-defined]
-        is_own = step_is_own_change(step, user=user)
-        step.is_own_change = is_own  # type: ignore[attr-defined]
-        own_changes += is_own
-    return StepOverview(
-        total=len(steps),
-        tool_calls=sum(1 for s in steps if s.kind == Step.Kind.TOOL_CALL),
-        errors=sum(1 for s in steps if s.is_error),
-        own_changes=own_changes,
-        first_error=next((s.index for s in steps if s.is_error), None),
-        first_unlabelled=next((s.index for s in steps if not s.label), None),
-    )
-
-
-def step_mark_for_reading(step: Step, *, user: User) -> Step:
-    """`steps_mark_for_reading` for one step re-rendered alone (after a relabel): one query."""
-    earlier = Step.objects.filter(trace_id=step.trace_id, index__lt=step.index)
-    first = (
-        earlier.filter(content=step.content).order_by("index").values_list("index", flat=True)
-        if step.content
-        else earlier.none()
-    ).first()
-    step.repeats_index = first  # type: ignore[attr-defined]
-    step.is_own_change = step_is_own_change(step, user=user)  # type: ignore[attr-defined]
-    return step
+        first = first_index.get(step.content) if step.content else None
+        step.repeats_index = first if first is not None and first < step.index else None  # type: ignore[attr-defined]
+        step.is_own_change = step_is_own_change(step, user=user)  # type: ignore[attr-defined]
+    return steps
 
 
 def reviews_drop_repeats(reviews: list[Review]) -> None:
@@ -256,9 +221,7 @@ def compare_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def trace_decorate(trace: Trace) -> Trace:
-    """The inspector's trace (traces.selectors.inspector.trace_inspect) ready to display."""
-    for step in trace.steps.all():
-        step_decorate(step)
+    """The inspector's trace (traces.selectors.inspector.trace_for_inspector) ready to display."""
     for review in trace.reviews.all():
         review_decorate(review)
     return trace

@@ -58,8 +58,14 @@
   function move(delta) {
     // Only the steps the step filter shows (inspector.js hides the others with CSS).
     var all = steps().filter(function (step) { return step.getClientRects().length > 0; });
-    if (!all.length) return;
     var at = all.indexOf(currentStep());
+    var beyond = !all.length || (at >= 0 && (at + delta >= all.length || at + delta < 0));
+    if (beyond && window.hindsightSteps) {
+      // past the last (first) step drawn: inspector.js draws the next ones, then move on
+      window.hindsightSteps.extend(delta).then(function (drawn) { if (drawn) move(delta); });
+      return;
+    }
+    if (!all.length) return;
     var next = at < 0 ? (delta > 0 ? 0 : all.length - 1) : Math.min(all.length - 1, Math.max(0, at + delta));
     select(all[next]);
   }
@@ -187,10 +193,12 @@
   // "Accept all" and "Finish & next" accept the labels still shown as the machine's. Ask first,
   // naming them as they are now (after this page's relabels), and send the versions shown now,
   // so a step put back to the machine's label is accepted, not reported as changed by others.
+  // [index, version] of every machine-labelled step, drawn or not (inspector.js keeps them).
   function machineSteps() {
+    if (window.hindsightSteps) return window.hindsightSteps.machine();
     return steps().filter(function (step) {
       return /^(llm|heuristic)$/.test(step.getAttribute("data-source") || "");
-    });
+    }).map(function (step) { return [step.getAttribute("data-index"), step.getAttribute("data-version")]; });
   }
 
   function labelsText(indexes) {
@@ -205,9 +213,9 @@
     var form = event.detail.elt;
     if (!form.matches || !form.matches("form[data-accept-question]")) return;
     var remaining = machineSteps();
-    var indexes = remaining.map(function (step) { return step.getAttribute("data-index"); });
-    form.querySelector("input[name=versions]").value = remaining.map(function (step) {
-      return step.getAttribute("data-index") + ":" + step.getAttribute("data-version");
+    var indexes = remaining.map(function (pair) { return pair[0]; });
+    form.querySelector("input[name=versions]").value = remaining.map(function (pair) {
+      return pair[0] + ":" + pair[1];
     }).join(",");
     if (!remaining.length) return; // nothing would be accepted: no question
     event.preventDefault();

@@ -1,5 +1,7 @@
 """The trajectory inspector: header, timeline, review panel, raw observation, constant queries."""
 
+import re
+
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -114,3 +116,86 @@ def test_invisible_and_direction_characters_are_shown_as_code_points(
     assert "invoice[U+202E]fdp.exe[U+200B]" in body
     assert "a[U+2066]b" in body and "c[U+FEFF]d" in body
     assert "\u202e" not in body
+
+
+# ---------------------------------------------------------------------------- long runs: a window
+
+
+def _indexes(body: str) -> list[int]:
+    return [int(i) for i in re.findall(r'<li class="step[^"]*" id="step-(\d+)"', body)]
+
+
+def test_a_long_run_draws_a_window_of_steps_and_links_to_the_rest(
+    client_for, reviewer, project, make_trace
+):  # fmt: skip
+    trace = make_trace(project, steps=130)
+    client = client_for(reviewer)
+
+    page = client.get(f"/traces/{trace.pk}/").content.decode()
+    later = client.get(f"/traces/{trace.pk}/?after=49", headers={"HX-Request": "true"})
+    last = client.get(f"/traces/{trace.pk}/?after=99", headers={"HX-Request": "true"})
+    earlier = client.get(f"/traces/{trace.pk}/?before=100", headers={"HX-Request": "true"})
+    around = client.get(f"/traces/{trace.pk}/?at=120", headers={"HX-Request": "true"})
+
+    assert _indexes(page) == list(range(50))
+    assert f'href="/traces/{trace.pk}/?after=49"' in page  # without JS: the next page of steps
+    assert 'data-count="all">130<' in page and 'data-errors="1"' in page
+    assert "HX-Request" in later["Vary"]
+    body = later.content.decode()
+    assert _indexes(body) == list(range(50, 100)) and "<html" not in body
+    assert f'hx-get="/traces/{trace.pk}/?after=99"' in body and "before=" not in body
+    assert _indexes(last.content.decode()) == list(range(100, 130))
+    assert "steps-more" not in last.content.decode()  # the end
+    assert _indexes(earlier.content.decode()) == list(range(50, 100))
+    assert "?before=50" in earlier.content.decode() and "after=" not in earlier.content.decode()
+    body = around.content.decode()
+    assert _indexes(body) == list(range(115, 130))  # a few steps of context above the one asked
+    assert "?before=115" in body and "after=" not in body
+
+
+def test_a_filtered_window_holds_the_filtered_steps_only(client_for, reviewer, project, make_trace):
+    trace = make_trace(project, steps=130)
+    Step.objects.filter(trace=trace, index__in=[3, 70, 128]).update(is_error=True)
+
+    body = client_for(reviewer).get(f"/traces/{trace.pk}/?show=errors").content.decode()
+
+    assert _indexes(body) == [1, 3, 70, 128]
+    assert "Showing 4 of 130 steps: errors." in body and "steps-more" not in body
+
+
+def test_a_window_of_another_projects_trace_is_not_found(
+    client_for, outsider, project, make_trace
+):  # fmt: skip
+    trace = make_trace(project, steps=60)
+
+    response = client_for(outsider).get(
+        f"/traces/{trace.pk}/?after=10", headers={"HX-Request": "true"}
+    )
+
+    assert response.status_code == 404
+
+
+def test_a_malformed_window_position_shows_the_first_steps(
+    client_for, reviewer, project, make_trace
+):  # fmt: skip
+    trace = make_trace(project, steps=60)
+
+    body = client_for(reviewer).get(f"/traces/{trace.pk}/?after=-3&at=x").content.decode()
+
+    assert _indexes(body) == list(range(50))
+
+
+def test_the_inspector_runs_the_same_queries_for_60_and_600_steps(
+    client_for, reviewer, project, make_trace
+):  # fmt: skip
+    client = client_for(reviewer)
+    short, long = make_trace(project, steps=60), make_trace(project, steps=600)
+
+    def count(trace, query: str = "", **headers) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(f"/traces/{trace.pk}/{query}", headers=headers).status_code == 200
+        return len(captured)
+
+    assert count(short) == count(long)
+    partial = {"HX_Request": "true"}
+    assert count(short, "?after=10", **partial) == count(long, "?after=300", **partial)

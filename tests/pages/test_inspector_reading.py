@@ -257,7 +257,7 @@ def test_the_kind_says_llm_not_llm_in_title_case(client_for, reviewer, reading_t
 def test_the_step_filters_count_and_mark_the_steps(client_for, reviewer, reading_trace):
     body = _page(client_for(reviewer), reading_trace)
 
-    assert '<ol class="steps" data-show="">' in body
+    assert '<ol class="steps" data-show="" ' in body
     counts = dict(re.findall(r'data-count="(\w+)">(\d+)<', body))
     assert counts == {"all": "10", "tools": "5", "errors": "1", "mine": "1"}
     assert body.count('data-kind="tool_call"') == 5
@@ -281,11 +281,13 @@ def test_a_filter_in_the_query_works_without_javascript(client_for, reviewer, re
     errors = _page(client, reading_trace, "?show=errors")
     unknown = _page(client, reading_trace, "?show=<script>")
 
-    assert '<ol class="steps" data-show="errors">' in errors
+    assert '<ol class="steps" data-show="errors" ' in errors
     assert 'data-filter="errors" aria-current="true"' in errors
     assert "Showing 1 of 10 steps: errors." in errors
-    assert errors.count('<li class="step') == 10  # all there: Accept all still sees every step
-    assert '<ol class="steps" data-show="">' in unknown and "Showing" not in unknown
+    assert errors.count('<li class="step') == 1  # the server draws the steps the filter shows
+    # ... and "Accept all" still confirms every machine label, drawn or not
+    assert 'name="versions" value="0:1,1:1,2:1,5:1,7:1"' in errors
+    assert '<ol class="steps" data-show="" ' in unknown and "Showing" not in unknown
 
 
 def test_the_jump_links_lead_to_the_first_error_and_unlabelled_step(
@@ -340,4 +342,4 @@ def test_the_page_still_runs_a_fixed_number_of_queries(client_for, reviewer, api
     with CaptureQueriesContext(connection) as filtered:
         _page(client, trace, "?show=mine")
 
-    assert len(one) == len(filtered) <= 12
+    assert len(filtered) <= len(one) <= 12  # a window of steps without text skips one

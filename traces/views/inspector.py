@@ -13,21 +13,23 @@ from django_htmx.http import HttpResponseClientRedirect
 from core.errors import DomainError
 from core.http import AuthedRequest
 from traces.forms import RelabelForm
-from traces.models import Step, Trace
+from traces.models import Review, Step, Trace
 from traces.presentation import (
-    STEP_FILTERS,
     reviews_drop_repeats,
     step_decorate,
-    step_mark_for_reading,
     steps_mark_for_reading,
     trace_decorate,
 )
 from traces.selectors.inspector import (
-    machine_label_versions,
+    STEP_FILTERS,
+    StepWindow,
+    first_index_of_contents,
     parse_label_versions,
     step_for_trace,
-    trace_inspect,
-    trace_is_heuristic,
+    step_overview,
+    step_window,
+    steps_with_opinions,
+    trace_for_inspector,
 )
 from traces.selectors.queue import claim_open_for
 from traces.services import labels
@@ -47,20 +49,35 @@ def _get_trace_for_user(request: AuthedRequest, trace_id: int) -> Trace:
     return trace
 
 
-def _inspector_context(request: AuthedRequest, trace: Trace) -> dict[str, Any]:
+def _window_asked(request: AuthedRequest) -> dict[str, int]:
+    """?after= / ?before= / ?at= (a step index) of the step window; a malformed one is ignored."""
+    for name in ("after", "before", "at"):
+        value = request.GET.get(name, "")
+        if value.isdigit() and int(value) <= 2**31:
+            return {name: int(value)}
+    return {}
+
+
+def _window_ready(request: AuthedRequest, trace: Trace, window: StepWindow) -> StepWindow:
+    first_index = first_index_of_contents(trace=trace, steps=window.steps)
+    for step in steps_with_opinions(trace=trace, steps=window.steps):
+        step_decorate(step)
+    steps_mark_for_reading(window.steps, user=request.user, first_index=first_index)
+    return window
+
+
+def _inspector_context(request: AuthedRequest, trace: Trace, show: str) -> dict[str, Any]:
     claim = claim_open_for(user=request.user, project=trace.project)
-    steps = list(trace.steps.all())
+    overview = step_overview(trace=trace, user=request.user)
     reviews = list(trace.reviews.all())
     reviews_drop_repeats(reviews)
-    show = request.GET.get("show", "")
     return {
-        "trace": trace,
-        "steps": steps,
-        "overview": steps_mark_for_reading(steps, user=request.user),
-        "show": show if show in STEP_FILTERS else "",
+        "overview": overview,
+        "shown_count": overview.count(show),
         "reviews": reviews,
-        "is_heuristic": trace_is_heuristic(trace),
-        "machine_versions": machine_label_versions(trace),
+        "is_heuristic": overview.has_heuristic_labels
+        or any(r.reviewer == Review.Reviewer.HEURISTIC for r in reviews),
+        "machine_versions": overview.versions_text,
         "claim": claim if claim is not None and claim.trace_id == trace.pk else None,
         "labels": Step.Label.choices,
     }
@@ -69,11 +86,20 @@ def _inspector_context(request: AuthedRequest, trace: Trace) -> dict[str, Any]:
 @require_GET
 @login_required
 def trace_detail(request: AuthedRequest, trace_id: int) -> HttpResponse:
-    trace = trace_inspect(trace_id=trace_id, projects=dashboard_for(request).projects)
+    """The inspector; for htmx, one window of its steps (?after=, ?before=, ?at=), which the
+    page asks for as the reader scrolls or jumps; without JS the same links load whole pages."""
+    trace = trace_for_inspector(trace_id=trace_id, projects=dashboard_for(request).projects)
     if trace is None:
         raise Http404("trace not found")
     trace_decorate(trace)
-    return render(request, "traces/detail.html", _inspector_context(request, trace))
+    show = request.GET.get("show", "")
+    show = show if show in STEP_FILTERS else ""
+    window = step_window(trace=trace, show=show, user=request.user, **_window_asked(request))
+    context = {"trace": trace, "window": _window_ready(request, trace, window), "show": show}
+    if wants_partial(request):
+        return vary_on_htmx(render(request, "traces/detail.html#steps", context))
+    context.update(_inspector_context(request, trace, show))
+    return vary_on_htmx(render(request, "traces/detail.html", context))
 
 
 @require_GET
@@ -120,7 +146,8 @@ def step_label(request: AuthedRequest, trace_id: int, index: int) -> HttpRespons
         return redirect(f"{reverse('traces:detail', args=[trace.pk])}#step-{index}")
     step = step_for_trace(trace=trace, index=index)
     if step is not None:
-        step_mark_for_reading(step_decorate(step), user=request.user)
+        first_index = first_index_of_contents(trace=trace, steps=[step])
+        steps_mark_for_reading([step_decorate(step)], user=request.user, first_index=first_index)
     context = {"trace": trace, "step": step, "labels": Step.Label.choices, "conflict": error}
     return render(request, "traces/detail.html#step", context, status=status)
 
