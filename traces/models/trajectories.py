@@ -72,7 +72,8 @@ class Trace(models.Model):
     # traces.services.retention). Null: the raw text is kept.
     observations_raw_dropped_at = models.DateTimeField(null=True, blank=True)
     # Where it stands in the review queue (traces/selectors/queue.py, QueueReason), kept by a
-    # trigger on its steps (migration 0011_queue_priority); NULL: no machine label to check.
+    # trigger on its steps (migrations 0011_queue_priority, 0012_queue_rank: reason * 1000 + the
+    # lowest unchecked confidence in thousandths); NULL: no machine label to check.
     queue_priority = models.SmallIntegerField(null=True, editable=False)
     step_count = models.PositiveIntegerField(default=0)
     tool_call_count = models.PositiveIntegerField(default=0)
