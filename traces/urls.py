@@ -7,6 +7,7 @@ from traces.views import (
     project_settings,
     projects,
     queue,
+    session,
     stats,
     trace_list,
 )
@@ -15,6 +16,7 @@ app_name = "traces"
 
 urlpatterns = [
     path("projects/switch/", projects.project_switch, name="project_switch"),
+    path("accounts/session/", session.session_sign_in, name="session_sign_in"),
     path("traces/", trace_list.trace_list, name="list"),
     path("traces/compare/", compare.trace_compare, name="compare"),
     path("traces/<int:trace_id>/", inspector.trace_detail, name="detail"),

@@ -35,6 +35,114 @@
     }
   });
 
+  // ------------------------------------------------------------------ a lapsed session
+  // An htmx request of a browser whose session ended is answered 401 (hindsight_site.htmx_session)
+  // instead of the sign-in page swapped into the step. Nothing is lost: the request is kept,
+  // the page says what is not saved yet, asks for the password in place, and sends it again.
+  var pending = []; // {elt, verb, path, values, target, what}
+
+  function described(values, elt) {
+    var step = elt.closest && elt.closest("li.step");
+    if (values.to_machine) return "step " + step.getAttribute("data-index") + " back to the machine label";
+    if (step && values.label) return "step " + step.getAttribute("data-index") + ": " + values.label;
+    return "a change";
+  }
+
+  function sayPending() {
+    var what = pending.map(function (request) { return request.what; }).filter(Boolean);
+    var text = what.length ? what.join(", ") + "." : "";
+    document.querySelectorAll("[data-session-pending]").forEach(function (slot) { slot.textContent = text; });
+    var banner = document.getElementById("session-banner");
+    if (banner) banner.hidden = !pending.length;
+  }
+
+  function keep(detail) {
+    var config = detail.requestConfig;
+    var values = {};
+    if (config.formData) config.formData.forEach(function (value, name) { values[name] = value; });
+    delete values.csrfmiddlewaretoken; // rotated by signing in: the form's new one is sent
+    var elt = detail.elt;
+    pending = pending.filter(function (request) { return request.elt !== elt; }); // the latest wins
+    var isGet = config.verb === "get";
+    pending.push({
+      elt: elt, verb: config.verb, path: config.path, values: isGet ? {} : values,
+      target: detail.target, what: isGet ? "" : described(values, elt),
+    });
+    var step = elt.closest && elt.closest("li.step");
+    if (step && !isGet) step.setAttribute("data-unsaved", "");
+  }
+
+  function openSignIn() {
+    var dialog = document.getElementById("session-dialog");
+    if (!dialog) return;
+    if (!dialog.open) dialog.showModal();
+    document.getElementById("session-password").focus();
+  }
+
+  document.addEventListener("htmx:responseError", function (event) {
+    if (event.detail.xhr.status !== 401 || !document.getElementById("session-dialog")) return;
+    keep(event.detail);
+    sayPending();
+    openSignIn();
+  });
+
+  function useToken(token) {
+    var body = document.body;
+    var headers = {};
+    try { headers = JSON.parse(body.getAttribute("hx-headers") || "{}"); } catch (e) { headers = {}; }
+    headers["X-CSRFToken"] = token;
+    body.setAttribute("hx-headers", JSON.stringify(headers));
+    document.querySelectorAll('input[name="csrfmiddlewaretoken"]').forEach(function (input) { input.value = token; });
+  }
+
+  function sendAgain() {
+    var again = pending;
+    pending = [];
+    sayPending();
+    again.forEach(function (request) {
+      var step = request.elt.closest && request.elt.closest("li.step");
+      if (step) step.removeAttribute("data-unsaved");
+      if (!request.elt.isConnected) return;
+      htmx.ajax(request.verb.toUpperCase(), request.path, {
+        source: request.elt, target: request.target, values: request.values,
+      });
+    });
+  }
+
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (form.id !== "session-form") return;
+    event.preventDefault();
+    var error = document.getElementById("session-error");
+    var headers = {};
+    try { headers = JSON.parse(document.body.getAttribute("hx-headers") || "{}"); } catch (e) { headers = {}; }
+    fetch(form.action, {
+      method: "POST", body: new FormData(form), credentials: "same-origin",
+      headers: { "X-CSRFToken": headers["X-CSRFToken"] || "", "Accept": "application/json" },
+    }).then(function (response) {
+      return response.json().then(function (answer) { return { ok: response.ok, answer: answer }; });
+    }).then(function (result) {
+      if (!result.ok) {
+        error.textContent = result.answer.detail || "Not signed in.";
+        error.hidden = false;
+        document.getElementById("session-password").select();
+        return;
+      }
+      if (result.answer.username !== document.body.getAttribute("data-user")) {
+        location.reload(); // another account: this page was the other one's
+        return;
+      }
+      error.hidden = true;
+      form.reset();
+      document.getElementById("session-dialog").close();
+      useToken(result.answer.csrf_token);
+      sendAgain();
+    }, function () {
+      error.textContent = "The site did not answer: try again in a moment.";
+      error.hidden = false;
+    });
+  });
+
   // ------------------------------------------------------------------ inspector
   var currentIndex = null; // data-index of the current step (survives htmx swaps)
 
@@ -132,6 +240,7 @@
   document.addEventListener("keydown", function (event) {
     if (!document.querySelector("ol.steps")) return;
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      if (document.querySelector("dialog[open]")) return;
       var finish = document.getElementById("finish-form");
       if (finish) { event.preventDefault(); finish.requestSubmit(); }
       return;

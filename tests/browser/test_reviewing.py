@@ -143,3 +143,49 @@ def test_the_queue_goes_with_the_keyboard_alone(
     assert set(sources) == {"human"}
     assert len(asked) == 2 and "remaining 2 machine labels (steps 0, 2)" in asked[0]
     assert AuditEvent.objects.filter(action="queue.finish").count() == 2
+
+
+def test_a_lapsed_session_keeps_the_label_and_sends_it_after_signing_in_in_place(
+    page, live_server, login, admin_user, project, make_trace, shot, console_errors  # noqa: F811
+):  # fmt: skip
+    from django.contrib.sessions.models import Session
+
+    trace = make_trace(project, steps=4)
+    errors = console_errors(page)
+    login(page.context, admin_user)
+    page.goto(f"{live_server.url}/traces/{trace.pk}/")
+    expect(page.locator("li.step")).to_have_count(4)
+    Session.objects.all().delete()  # the session lapses while the page is open
+
+    page.keyboard.press("j")
+    page.keyboard.press("2")
+    dialog = page.locator("#session-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text("step 1: redundant")
+    expect(page.locator("#session-password")).to_be_focused()
+    expect(page.locator("#step-1 .chip")).to_have_text("necessary")  # no sign-in page swapped in
+    assert page.locator("li.step form[action^='/accounts/login/']").count() == 0
+    shot(page, "04b-session-lapsed")
+
+    page.keyboard.type("not the password")
+    page.keyboard.press("Enter")
+    expect(page.locator("#session-error")).to_contain_text("didn't match")
+    page.keyboard.press("Escape")  # later: the banner keeps saying what is not saved
+    banner = page.locator("#session-banner")
+    expect(banner).to_contain_text("Not saved yet: step 1: redundant.")
+    shot(page, "04c-session-banner")
+    banner.get_by_role("button", name="Sign in again").click()
+    page.locator("#session-password").fill(PASSWORD)
+    page.keyboard.press("Enter")
+
+    expect(page.locator("#step-1 .chip")).to_have_text("redundant")
+    expect(banner).to_be_hidden()
+    expect(dialog).to_be_hidden()
+    page.keyboard.press("j")  # the next label goes with the rotated CSRF token
+    page.keyboard.press("3")
+    expect(page.locator("#step-2 .chip")).to_have_text("misleading")
+    saved = dict(Step.objects.filter(trace=trace).values_list("index", "label"))
+    assert (saved[1], saved[2]) == ("redundant", "misleading")
+    assert Step.objects.get(trace=trace, index=1).labelled_by == admin_user
+    # the browser reports the refused requests themselves; nothing else went wrong
+    assert [e for e in errors if "401" not in e] == []
