@@ -60,7 +60,14 @@ class ListFilterForm(forms.Form):
 
 
 class TraceFilterForm(ListFilterForm):
-    q = forms.CharField(required=False, max_length=200, label="Search the task")
+    q = forms.CharField(
+        required=False, max_length=200, label="Search tasks, steps and observations"
+    )
+    # An external id or its beginning ("deploy-web-" finds every attempt), or a session id.
+    run = forms.CharField(
+        required=False, max_length=200, label="Run id",
+        widget=forms.TextInput(attrs={"placeholder": "external or session id"}),
+    )  # fmt: skip
     # Suggestions from the page's <datalist>s (templates/traces/list.html); a part of a value
     # is enough ("gpt" finds "gpt-4o-mini"), any case.
     agent = suggested_text("known-agents", max_length=200)
@@ -102,6 +109,10 @@ class TraceFilterForm(ListFilterForm):
     def selected_label_source(self) -> str | None:
         self.is_valid()
         return self.cleaned_data.get("label_source") or None
+
+    def selected_run_id(self) -> str | None:
+        self.is_valid()
+        return (self.cleaned_data.get("run") or "").strip() or None
 
 
 def _day_start(day: date | None, *, days_after: int = 0) -> datetime | None:

@@ -157,3 +157,34 @@ def test_stats_with_javascript_draw_charts_over_the_tables(
     assert labels.evaluate("t => t.closest('.figure-table').getBoundingClientRect().width") <= 1
     assert page.locator(".figure.has-chart .figure-table[tabindex]").count() == 0
     assert errors == []
+
+
+def test_search_finds_a_run_by_an_observation_and_opens_it_at_the_step(
+    page, live_server, login, reviewer, project, make_trace, shot, console_errors  # noqa: F811
+):  # fmt: skip
+    from traces.models import Step
+
+    runs = [make_trace(project, task=f"Look at web-{n}", steps=4) for n in range(3)]
+    Step.objects.filter(trace=runs[1], index=3).update(observation="Killed process 4411 OOMKilled")
+    errors = console_errors(page)
+    login(page.context, reviewer)
+    page.goto(live_server.url + reverse("traces:list"))
+
+    page.get_by_label("Search tasks, steps and observations").focus()
+    page.keyboard.type("oomkill")  # typed: the list follows through htmx
+    expect(page.locator("#results .count")).to_have_text("1 trace matches these filters.")
+    found = page.get_by_role("link", name="found in 1 step, first step 3")
+    expect(found).to_be_visible()
+    assert axe_violations(page) == []
+    shot(page, "lists-04-search-steps")
+    found.click()
+    expect(page).to_have_url(f"{live_server.url}/traces/{runs[1].pk}/#step-3")
+    expect(page.locator("li.step.is-current")).to_have_attribute("data-index", "3")
+
+    page.go_back()
+    page.get_by_label("Search tasks, steps and observations").fill("")
+    page.get_by_label("Run id").fill(runs[2].external_id)
+    page.get_by_label("Run id").press("Enter")
+    expect(page.locator("#results .count")).to_have_text("1 trace matches these filters.")
+    expect(page.get_by_role("link", name="Look at web-2")).to_be_visible()
+    assert errors == []

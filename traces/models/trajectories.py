@@ -218,6 +218,12 @@ class Step(models.Model):
         indexes = [
             # "Traces with steps labelled by <source>" (list filter, queue): an index-only probe.
             models.Index(fields=["trace", "label_source"], name="traces_step_trace_source"),
+            # Dashboard search over the steps (traces.selectors.trace_list.STEP_SEARCH, the
+            # same expression): `to_tsvector(...) @@ query`; built concurrently (0013).
+            GinIndex(
+                SearchVector("tool", "error_type", "content", "observation", config="simple"),
+                name="traces_step_search",
+            ),
             # /stats/ agreement: the latest steps people judged one by one, newest first.
             models.Index(
                 fields=["-id"],

@@ -6,13 +6,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.contrib.postgres.search import SearchQuery
+from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.db.models import (
+    Count,
     Exists,
     F,
     Func,
+    Min,
     OuterRef,
     Prefetch,
+    Q,
     QuerySet,
     TextField,
     Value,
@@ -43,6 +46,11 @@ class TraceFilters(QueryIn):
     until: datetime | None = None
     q: str | None = None
     is_complete: bool | None = None
+
+
+# The words of a step a search finds it by: what it did, how it failed, what it said and saw.
+# Traces migration 0013 indexes exactly this expression (GIN), so a search reads the index.
+STEP_SEARCH = SearchVector("tool", "error_type", "content", "observation", config="simple")
 
 
 def task_search_query(text: str) -> SearchQuery | None:
@@ -95,11 +103,20 @@ def trace_filter(
         queryset = queryset.filter(created_at__lt=filters.until)
     if filters.q:
         query = task_search_query(filters.q)
-        if query is not None:
+        if query is not None and partial:  # the dashboard searches the steps too
+            queryset = queryset.filter(
+                Q(task_search=query) | Q(pk__in=steps_matching(query).values("trace_id"))
+            )
+        elif query is not None:
             queryset = queryset.filter(task_search=query)
     if filters.is_complete is not None:
         queryset = queryset.filter(completed_at__isnull=not filters.is_complete)
     return queryset
+
+
+def steps_matching(query: SearchQuery) -> QuerySet[Step]:
+    """Steps whose tool, error type, content or observation has the words (the GIN index)."""
+    return Step.objects.alias(found=STEP_SEARCH).filter(found=query)
 
 
 def trace_list(
@@ -185,17 +202,47 @@ class TraceListPage:
     newer: NewerPage | None  # the way back: the page before this one, None on the first
 
 
+def trace_filter_by_run_id(queryset: QuerySet[Trace], run_id: str | None) -> QuerySet[Trace]:
+    """The dashboard's run id: an external id or its beginning ("deploy-web-" finds every
+    attempt), or the agent's session id."""
+    if not run_id:
+        return queryset
+    return queryset.filter(Q(external_id__startswith=run_id) | Q(session_id=run_id))
+
+
+def _mark_matching_steps(traces: list[Trace], query: SearchQuery | None) -> None:
+    """`matching_steps` (how many) and `first_matching_step` of each trace on a page of a
+    search: one query, through the step search index."""
+    if query is None:
+        return
+    found = {
+        trace_id: (count, first)
+        for trace_id, count, first in steps_matching(query)
+        .filter(trace_id__in=[t.pk for t in traces])
+        .values("trace_id")
+        .annotate(count=Count("pk"), first=Min("index"))
+        .values_list("trace_id", "count", "first")
+        .order_by()
+    }
+    for trace in traces:
+        count, first = found.get(trace.pk, (0, None))
+        trace.matching_steps = count  # type: ignore[attr-defined]
+        trace.first_matching_step = first  # type: ignore[attr-defined]
+
+
 def trace_list_page(
     *, project: Project, filters: TraceFilters, label_source: str | None, cursor: str | None,
-    limit: int = 50,
+    limit: int = 50, run_id: str | None = None,
 ) -> TraceListPage:  # fmt: skip
-    """One page of a project's traces for the dashboard, with the label-source markers and the
-    cursor of the page before it (among the same filtered rows)."""
+    """One page of a project's traces for the dashboard, with the label-source markers, the
+    steps a search matched, and the cursor of the page before it (among the same rows)."""
     queryset = trace_filter(Trace.objects.filter(project=project), filters, partial=True)
     queryset = trace_filter_by_label_source(queryset, label_source)
+    queryset = trace_filter_by_run_id(queryset, run_id)
     count, capped = capped_count(queryset)
     page = paginate_by_id(queryset.only(*LIST_COLUMNS), cursor=cursor, limit=limit)
     _mark_label_sources(page.items)
+    _mark_matching_steps(page.items, task_search_query(filters.q) if filters.q else None)
     has_any = count > 0 or Trace.objects.filter(project=project).exists()
     return TraceListPage(
         page=page, count=count, is_count_capped=capped, has_any_trace=has_any,
