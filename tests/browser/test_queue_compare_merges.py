@@ -84,7 +84,7 @@ def test_two_runs_are_compared_from_the_list_and_from_one_runs_other_runs(
     task = "Find why the web container keeps restarting"
     good = make_trace(project, task=task, outcome="success", external_id="restart-web-1")
     bad = make_trace(project, task=task, outcome="failure", external_id="restart-web-2")
-    make_trace(project, task="Something else entirely", external_id="other-1")
+    scene = make_trace(project, task="Something else entirely", external_id="other-1")
     long_text = "OOMKilled " + " ".join(f"line{n}" for n in range(120))
     Step.objects.filter(trace=good, index=1).update(observation=long_text + " exit 0")
     Step.objects.filter(trace=bad, index=1).update(
@@ -127,6 +127,12 @@ def test_two_runs_are_compared_from_the_list_and_from_one_runs_other_runs(
 
     page.goto(f"{live_server.url}/traces/compare/?a={good.pk}")
     expect(page.get_by_role("heading", name="Other runs of this task")).to_be_visible()
+    runs = page.locator("table.runs tbody tr")
+    expect(runs).to_have_count(2)  # the same task first, then the same scene
+    expect(runs.nth(0)).to_contain_text(f"#{bad.pk}")
+    expect(runs.nth(0)).to_contain_text("same task")
+    expect(runs.nth(1)).to_contain_text(f"#{scene.pk}")
+    expect(runs.nth(1)).to_contain_text("same scene: operation, docker, 100 % of the tools")
     shot(page, "qcm-05-other-runs")
     page.get_by_role("link", name=f"#{good.pk} and #{bad.pk}").click()
     expect(page.locator("table.compare")).to_be_visible()
