@@ -21,6 +21,11 @@ urlpatterns = [
     path("traces/compare/", compare.trace_compare, name="compare"),
     path("traces/<int:trace_id>/", inspector.trace_detail, name="detail"),
     path("traces/<int:trace_id>/accept/", inspector.trace_accept, name="accept"),
+    path(
+        "traces/<int:trace_id>/claims/<int:claim_id>/override/",
+        inspector.claim_override,
+        name="claim_override",
+    ),
     path("traces/<int:trace_id>/steps/<int:index>/label/", inspector.step_label, name="step_label"),
     path("traces/<int:trace_id>/steps/<int:index>/raw/", inspector.step_raw, name="step_raw"),
     path("queue/", queue.queue, name="queue"),

@@ -50,8 +50,10 @@
 
   function sayPending() {
     var what = pending.map(function (request) { return request.what; }).filter(Boolean);
-    var text = what.length ? what.join(", ") + "." : "";
-    document.querySelectorAll("[data-session-pending]").forEach(function (slot) { slot.textContent = text; });
+    var text = what.length
+      ? "Not saved yet: " + what.join(", ") + ". Your session has ended; it is kept on this page and sent again once you sign in."
+      : "Your session has ended: sign in again to go on.";
+    document.querySelectorAll("[data-session-message]").forEach(function (slot) { slot.textContent = text; });
     var banner = document.getElementById("session-banner");
     if (banner) banner.hidden = !pending.length;
   }
@@ -318,18 +320,54 @@
     return indexes.length + " machine label" + plural + " (step" + plural + " " + listed + ")";
   }
 
-  document.addEventListener("htmx:confirm", function (event) {
-    var form = event.detail.elt;
-    if (!form.matches || !form.matches("form[data-accept-question]")) return;
+  // The question "Accept all" / "Finish" asks (and the versions it sends), or null: none left.
+  function acceptQuestion(form) {
     var remaining = machineSteps();
     var indexes = remaining.map(function (pair) { return pair[0]; });
     form.querySelector("input[name=versions]").value = remaining.map(function (pair) {
       return pair[0] + ":" + pair[1];
     }).join(",");
-    if (!remaining.length) return; // nothing would be accepted: no question
+    if (!remaining.length) return null; // nothing would be accepted: no question
+    return form.getAttribute("data-accept-question").replace("{labels}", labelsText(indexes));
+  }
+
+  // Another reviewer holds the trajectory from the queue (#claim-held): the first label or
+  // "Accept all" asks before overriding the claim, and the override is recorded (audit log).
+  function heldClaim() {
+    var bar = document.getElementById("claim-held");
+    return bar && !bar.hasAttribute("data-overridden") ? bar : null;
+  }
+
+  function overrideClaim(bar) {
+    var headers = {};
+    try { headers = JSON.parse(document.body.getAttribute("hx-headers") || "{}"); } catch (e) { headers = {}; }
+    return fetch(bar.getAttribute("data-override-url"), {
+      method: "POST", credentials: "same-origin",
+      headers: { "X-CSRFToken": headers["X-CSRFToken"] || "", "HX-Request": "true" },
+    }).then(function (response) {
+      if (!response.ok) return false;
+      bar.setAttribute("data-overridden", "");
+      var state = bar.querySelector("[data-claim-state]");
+      if (state) state.textContent = "You chose to label it anyway (in the audit log).";
+      var button = bar.querySelector("form");
+      if (button) button.remove();
+      return true;
+    }, function () { return false; });
+  }
+
+  document.addEventListener("htmx:confirm", function (event) {
+    var form = event.detail.elt;
+    if (!form.matches || !form.matches("form.relabel, form[data-accept-question]")) return;
+    var question = form.matches("form[data-accept-question]") ? acceptQuestion(form) : null;
+    var held = heldClaim();
+    if (!question && !held) return;
     event.preventDefault();
-    var question = form.getAttribute("data-accept-question").replace("{labels}", labelsText(indexes));
-    if (window.confirm(question)) event.detail.issueRequest(true);
+    if (held && !window.confirm(held.getAttribute("data-question"))) return;
+    var send = function () {
+      if (!question || window.confirm(question)) event.detail.issueRequest(true);
+    };
+    if (held) overrideClaim(held).then(function (done) { if (done) send(); });
+    else send();
   });
 
   // A saved label swaps the whole step: keep it current and give it focus back.

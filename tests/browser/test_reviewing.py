@@ -172,7 +172,7 @@ def test_a_lapsed_session_keeps_the_label_and_sends_it_after_signing_in_in_place
     expect(page.locator("#session-error")).to_contain_text("didn't match")
     page.keyboard.press("Escape")  # later: the banner keeps saying what is not saved
     banner = page.locator("#session-banner")
-    expect(banner).to_contain_text("Not saved yet: step 1: redundant.")
+    expect(banner).to_contain_text("Not saved yet: step 1: redundant. Your session has ended")
     shot(page, "04c-session-banner")
     banner.get_by_role("button", name="Sign in again").click()
     page.locator("#session-password").fill(PASSWORD)
@@ -189,3 +189,43 @@ def test_a_lapsed_session_keeps_the_label_and_sends_it_after_signing_in_in_place
     assert Step.objects.get(trace=trace, index=1).labelled_by == admin_user
     # the browser reports the refused requests themselves; nothing else went wrong
     assert [e for e in errors if "401" not in e] == []
+
+
+def test_a_trajectory_another_reviewer_holds_says_so_and_asks_before_a_label(
+    page, live_server, login, admin_user, project, make_trace, shot, console_errors  # noqa: F811
+):  # fmt: skip
+    from tests.pages.conftest import make_user
+    from traces.models import Membership
+    from traces.services.review_claims import claim_next
+
+    trace = make_trace(project, steps=3)
+    rita = make_user("rita")
+    Membership.objects.create(project=project, user=rita, role=Membership.Role.REVIEWER)
+    claim_next(project=project, user=rita)
+    errors = console_errors(page)
+    questions: list[str] = []
+    answers = iter([False, True])  # no the first time, yes the second
+    page.on(
+        "dialog",
+        lambda d: (questions.append(d.message), d.accept() if next(answers) else d.dismiss()),
+    )  # noqa: E501
+    login(page.context, admin_user)
+    page.goto(f"{live_server.url}/traces/{trace.pk}/")
+
+    bar = page.locator("#claim-held")
+    expect(bar).to_contain_text("Claimed from the queue by rita until")
+    shot(page, "04d-claim-held")
+    page.keyboard.press("2")  # asked: no
+    page.wait_for_timeout(300)
+    assert questions and questions[0].startswith("rita is reviewing this trajectory from the queue")
+    expect(page.locator("#step-0 .chip")).to_have_text("necessary")
+    page.keyboard.press("2")  # asked again: yes
+    expect(page.locator("#step-0 .chip")).to_have_text("redundant")
+    expect(bar).to_contain_text("You chose to label it anyway (in the audit log).")
+    page.keyboard.press("j")
+    page.keyboard.press("3")  # not asked again
+    expect(page.locator("#step-1 .chip")).to_have_text("misleading")
+    assert len(questions) == 2
+    assert AuditEvent.objects.filter(action="queue.override", actor_user=admin_user).count() == 1
+    assert Step.objects.get(trace=trace, index=0).labelled_by == admin_user
+    assert errors == []

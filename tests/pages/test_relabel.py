@@ -116,7 +116,8 @@ def test_another_projects_reviewer_cannot_relabel(client_for, outsider, project,
 def test_anonymous_cannot_relabel(client, project, make_trace):
     trace = make_trace(project)
 
-    assert _relabel(client, trace).status_code == 302
+    assert _relabel(client, trace).status_code == 401  # htmx: the page asks to sign in again
+    assert _relabel(client, trace, htmx=False).status_code == 302
     assert Step.objects.get(trace=trace, index=0).label_source == "llm"
 
 

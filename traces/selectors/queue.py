@@ -278,3 +278,18 @@ def claim_open_for(*, user: User, project: Project | None = None) -> ReviewClaim
     if project is not None:
         claims = claims.filter(project=project)
     return claims.order_by("-pk").first()
+
+
+def claim_live_on(*, trace: Trace) -> ReviewClaim | None:
+    """The live claim on a trajectory, whoever holds it (one at most: a partial unique
+    constraint)."""
+    return (
+        ReviewClaim.objects.filter(
+            trace=trace,
+            finished_at__isnull=True,
+            released_at__isnull=True,
+            expires_at__gt=timezone.now(),
+        )  # fmt: skip
+        .select_related("user")
+        .first()
+    )

@@ -7,13 +7,14 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from core.errors import DomainError
 from core.http import AuthedRequest
 from traces.forms import RelabelForm
-from traces.models import Review, Step, Trace
+from traces.models import Review, ReviewClaim, Step, Trace
 from traces.presentation import (
     reviews_drop_repeats,
     step_decorate,
@@ -31,8 +32,9 @@ from traces.selectors.inspector import (
     steps_with_opinions,
     trace_for_inspector,
 )
-from traces.selectors.queue import claim_open_for
+from traces.selectors.queue import claim_live_on, claim_open_for
 from traces.services import labels
+from traces.services.audit import audit_event
 from traces.services.labels import LabelConflict
 from traces.views.common import dashboard_for, vary_on_htmx, wants_partial
 
@@ -47,6 +49,32 @@ def _get_trace_for_user(request: AuthedRequest, trace_id: int) -> Trace:
     if trace is None:
         raise Http404("trace not found")
     return trace
+
+
+# The claims of others this browser chose to label through ("Label anyway"), by claim id.
+SESSION_OVERRIDES = "hindsight_claims_overridden"
+
+
+def _claim_of_another(request: AuthedRequest, trace: Trace) -> ReviewClaim | None:
+    claim = claim_live_on(trace=trace)
+    return claim if claim is not None and claim.user_id != request.user.pk else None
+
+
+def _claim_in_the_way(request: AuthedRequest, trace: Trace) -> ReviewClaim | None:
+    """Another reviewer's live queue claim on the trace, unless this user chose to override it:
+    a label or "Accept all" is then refused (the page asks first, see hindsight.js)."""
+    claim = _claim_of_another(request, trace)
+    if claim is None or claim.pk in request.session.get(SESSION_OVERRIDES, []):
+        return None
+    return claim
+
+
+def _held_text(claim: ReviewClaim) -> str:
+    until = timezone.localtime(claim.expires_at)
+    return (
+        f"{claim.user.get_username()} is reviewing this trajectory from the queue until "
+        f"{until:%H:%M %Z}: nothing was saved. Choose “Label anyway” above to override the claim"
+    )
 
 
 def _window_asked(request: AuthedRequest) -> dict[str, int]:
@@ -71,7 +99,11 @@ def _inspector_context(request: AuthedRequest, trace: Trace, show: str) -> dict[
     overview = step_overview(trace=trace, user=request.user)
     reviews = list(trace.reviews.all())
     reviews_drop_repeats(reviews)
+    held = _claim_of_another(request, trace)
     return {
+        "held_claim": held,
+        "claim_overridden": held is not None
+        and held.pk in request.session.get(SESSION_OVERRIDES, []),
         "overview": overview,
         "shown_count": overview.count(show),
         "reviews": reviews,
@@ -122,14 +154,12 @@ def step_raw(request: AuthedRequest, trace_id: int, index: int) -> HttpResponse:
     return vary_on_htmx(render(request, "traces/detail.html#raw", context))
 
 
-@require_POST
-@login_required
-def step_label(request: AuthedRequest, trace_id: int, index: int) -> HttpResponse:
-    trace = _get_trace_for_user(request, trace_id)
-    form = RelabelForm(request.POST)
-    if not form.is_valid():
-        return HttpResponse("label, reason or version is not valid", status=422)
-    status, error = 200, ""
+def _relabel(
+    request: AuthedRequest, trace: Trace, index: int, form: RelabelForm
+) -> tuple[int, str]:
+    """(status, why nothing was saved): 409 for a stale version or another reviewer's claim."""
+    if (held := _claim_in_the_way(request, trace)) is not None:
+        return 409, _held_text(held)
     try:
         labels.step_relabel(
             trace=trace, index=index, label=form.cleaned_data["label"],
@@ -137,9 +167,20 @@ def step_label(request: AuthedRequest, trace_id: int, index: int) -> HttpRespons
             user=request.user, to_machine=form.cleaned_data["to_machine"],
         )  # fmt: skip
     except LabelConflict as conflict:
-        status, error = 409, conflict.detail
+        return 409, conflict.detail
     except DomainError as failure:
         raise Http404(failure.detail) from None
+    return 200, ""
+
+
+@require_POST
+@login_required
+def step_label(request: AuthedRequest, trace_id: int, index: int) -> HttpResponse:
+    trace = _get_trace_for_user(request, trace_id)
+    form = RelabelForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse("label, reason or version is not valid", status=422)
+    status, error = _relabel(request, trace, index, form)
     if not request.htmx:
         if error:
             messages.error(request, error)
@@ -157,10 +198,39 @@ def step_label(request: AuthedRequest, trace_id: int, index: int) -> HttpRespons
 def trace_accept(request: AuthedRequest, trace_id: int) -> HttpResponse:
     trace = _get_trace_for_user(request, trace_id)
     seen = parse_label_versions(request.POST.get("versions", ""))
-    result = labels.trace_accept_all(trace=trace, seen_versions=seen, user=request.user)
-    _say_accepted(request, result)
+    if (held := _claim_in_the_way(request, trace)) is not None:
+        messages.error(request, _held_text(held) + ".")
+    else:
+        result = labels.trace_accept_all(trace=trace, seen_versions=seen, user=request.user)
+        _say_accepted(request, result)
     url = reverse("traces:detail", args=[trace.pk])
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+@require_POST
+@login_required
+def claim_override(request: AuthedRequest, trace_id: int, claim_id: int) -> HttpResponse:
+    """ "Label anyway": this user labels a trajectory another reviewer holds from the queue.
+    Recorded in the audit log once per claim; the holder's claim itself stays as it is."""
+    trace = _get_trace_for_user(request, trace_id)
+    claim = _claim_of_another(request, trace)
+    url = reverse("traces:detail", args=[trace.pk])
+    if claim is None or claim.pk != claim_id:  # lapsed, finished or released meanwhile
+        return HttpResponse(status=204) if request.htmx else redirect(url)
+    overridden = request.session.get(SESSION_OVERRIDES, [])
+    if claim.pk not in overridden:
+        request.session[SESSION_OVERRIDES] = [*overridden, claim.pk][-50:]
+        audit_event(
+            action="queue.override", object_type="trace", object_id=trace.pk,
+            project=trace.project, user=request.user,
+            before={"claim": claim.pk, "held_by": claim.user.get_username(),
+                    "until": claim.expires_at.isoformat()},
+            after={"labelled_by": request.user.get_username()},
+        )  # fmt: skip
+    if request.htmx:
+        return HttpResponse(status=204)
+    messages.warning(request, f"You label this trajectory although {claim.user} holds it.")
+    return redirect(url)
 
 
 def _say_accepted(request: AuthedRequest, result: labels.AcceptResult) -> None:
