@@ -44,7 +44,7 @@
     tools: "tool calls", errors: "errors", mine: "labels you set",
     low: "machine labels of low confidence", blamed: "steps the machine blames",
   };
-  var SETS = ["tools", "errors", "mine", "unlabelled", "low", "blamed"];
+  var SETS = ["tools", "errors", "mine", "unchecked", "low", "blamed"];
   var sets = {};
   var machine = {}; // index -> version of the machine-labelled steps
   var total = 0;
@@ -82,7 +82,7 @@
     var index = step.getAttribute("data-index");
     var source = step.getAttribute("data-source") || "";
     var flag = function (name, on) { if (on) sets[name][index] = true; else delete sets[name][index]; };
-    flag("unlabelled", !source);
+    flag("unchecked", !source || /^(llm|heuristic)$/.test(source));
     flag("mine", step.hasAttribute("data-mine"));
     flag("low", step.hasAttribute("data-low"));
     flag("blamed", step.hasAttribute("data-blamed"));
@@ -213,7 +213,7 @@
 
   var JUMPS = {
     error: { set: "errors", name: "error" },
-    unlabelled: { set: "unlabelled", name: "unlabelled step" },
+    unchecked: { set: "unchecked", name: "unchecked step" },
     low: { set: "low", name: "low-confidence label" },
   };
 
@@ -269,8 +269,8 @@
     switch (event.key) {
       case "e": jump("error", 1); break;
       case "E": jump("error", -1); break;
-      case "n": jump("unlabelled", 1); break;
-      case "N": jump("unlabelled", -1); break;
+      case "n": jump("unchecked", 1); break;
+      case "N": jump("unchecked", -1); break;
       case "l": jump("low", 1); break;
       case "L": jump("low", -1); break;
       case "f": cycleFilter(1); break;
@@ -298,7 +298,7 @@
   // Capture phase: runs before hindsight.js's click handler, so a step link to a step the filter
   // hides or the window has not drawn yet shows it first, and the link's target is there to select.
   document.addEventListener("click", function (event) {
-    var filterLink = event.target.closest(".step-filter [data-filter]");
+    var filterLink = event.target.closest(".step-filter [data-filter], .queue-reason [data-filter]");
     if (filterLink) {
       event.preventDefault();
       setFilter(filterLink.getAttribute("data-filter"));

@@ -118,12 +118,19 @@ def test_filters_and_jumps_work_from_the_keyboard(
     expect(page.locator(".step-status")).to_have_text("Step 4: error 1 of 1.")
     page.keyboard.press("e")  # the only one: from the top again
     expect(page.locator(".step-status")).to_contain_text("from the top again")
+    # n: the next step no person checked (5 and 7 carry the machine's label alone, 6 was
+    # accepted as is, 8 and 9 have none)
     page.keyboard.press("n")
-    assert _current(page) == "8"
+    expect(page.locator("li.step.is-current")).to_have_attribute("data-index", "5")
     page.keyboard.press("n")
-    assert _current(page) == "9"
+    expect(page.locator("li.step.is-current")).to_have_attribute("data-index", "7")
     page.keyboard.press("Shift+N")
-    assert _current(page) == "8"
+    expect(page.locator("li.step.is-current")).to_have_attribute("data-index", "5")
+    page.keyboard.press("l")  # no label of low confidence here: it says so
+    expect(page.locator(".step-status")).to_have_text("No low-confidence label in this trajectory.")
+    page.keyboard.press("n")
+    page.keyboard.press("n")
+    expect(page.locator("li.step.is-current")).to_have_attribute("data-index", "8")
 
     page.keyboard.press("f")
     expect(steps).to_have_attribute("data-show", "tools")
@@ -149,15 +156,23 @@ def test_filters_and_jumps_work_from_the_keyboard(
     expect(page.locator("li.step:visible")).to_have_count(0)
     expect(page.locator(".step-status")).to_have_text("Showing 0 of 10 steps: labels you set.")
 
-    # Labelling a step makes it "mine": the count follows without a reload.
-    page.keyboard.press("f")  # all again
+    # Labelling a step makes it "mine" and checked: counts and jumps follow without a reload.
+    page.keyboard.press("f")  # low confidence, blamed, then all again
+    expect(steps).to_have_attribute("data-show", "low")
+    page.keyboard.press("f")
+    page.keyboard.press("f")
+    expect(steps).to_have_attribute("data-show", "")
     expect(page.locator("li.step:visible")).to_have_count(10)
+    page.locator("#step-7").click(position={"x": 5, "y": 5})
     page.keyboard.press("n")  # step 8, unlabelled
+    expect(page.locator("li.step.is-current")).to_have_attribute("data-index", "8")
     page.keyboard.press("1")
     expect(page.locator("#step-8 .chip")).to_have_text("necessary")
     expect(page.locator('[data-count="mine"]')).to_have_text("1")
     page.keyboard.press("n")
-    assert _current(page) == "9"  # the only unlabelled step left
+    expect(page.locator("li.step.is-current")).to_have_attribute("data-index", "9")
+    page.keyboard.press("n")  # 8 is checked now: round to the first unchecked step
+    expect(page.locator("li.step.is-current")).to_have_attribute("data-index", "0")
 
     page.keyboard.press("?")
     expect(page.locator("#shortcuts")).to_contain_text("next / previous error")

@@ -114,12 +114,31 @@ def test_the_queue_goes_with_the_keyboard_alone(
 ):  # fmt: skip
     heuristic = make_trace(project, steps=3, labelled="heuristic", task="Heuristic one")
     plain = make_trace(project, steps=2, task="Plain one")
+    failed = make_trace(project, steps=6, outcome="failure", task="Failed one")
+    Step.objects.filter(trace=failed, index=4).update(label="failed", label_confidence=0.4)
     login(page.context, reviewer)
+    asked: list[str] = []
+    page.on("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
 
     page.goto(live_server.url + "/queue/")
     expect(page.locator("#claim-next")).to_be_focused()
     shot(page, "08-queue")
     page.keyboard.press("Enter")
+    # The failed run first, opened at the step the machine blames, saying why it is there.
+    expect(page).to_have_url(f"{live_server.url}/traces/{failed.pk}/#step-4")
+    expect(page.locator("li.step.is-current")).to_have_attribute("data-index", "4")
+    expect(page.locator("#queue-reason")).to_contain_text(
+        "Failed run: the machine blames step 4 (failed)"
+    )
+    shot(page, "08b-queue-failed-run")
+    page.get_by_role("link", name="Show the blamed steps").click()
+    expect(page.locator("li.step:visible")).to_have_count(1)
+    expect(page.locator("ol.steps")).to_have_attribute("data-show", "blamed")
+    page.keyboard.press("f")  # blamed → all
+    page.keyboard.press("k")
+    page.keyboard.press("l")  # back to the label of low confidence
+    expect(page.locator(".step-status")).to_have_text("Step 4: low-confidence label 1 of 1.")
+    page.keyboard.press("Control+Enter")
     expect(page).to_have_url(f"{live_server.url}/traces/{heuristic.pk}/")
     expect(page.locator(".claim-bar")).to_be_visible()
     expect(page.locator("#step-0.is-current")).to_be_attached()  # the page's scripts ran
@@ -128,8 +147,6 @@ def test_the_queue_goes_with_the_keyboard_alone(
     expect(page.locator("#step-1 .chip")).to_have_text("redundant")
     shot(page, "09-queue-claimed")
 
-    asked: list[str] = []
-    page.on("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
     page.keyboard.press("Control+Enter")
     expect(page).to_have_url(f"{live_server.url}/traces/{plain.pk}/")
     expect(
@@ -141,8 +158,8 @@ def test_the_queue_goes_with_the_keyboard_alone(
 
     sources = Step.objects.filter(trace__project=project).values_list("label_source", flat=True)
     assert set(sources) == {"human"}
-    assert len(asked) == 2 and "remaining 2 machine labels (steps 0, 2)" in asked[0]
-    assert AuditEvent.objects.filter(action="queue.finish").count() == 2
+    assert len(asked) == 3 and "remaining 2 machine labels (steps 0, 2)" in asked[1]
+    assert AuditEvent.objects.filter(action="queue.finish").count() == 3
 
 
 def test_a_lapsed_session_keeps_the_label_and_sends_it_after_signing_in_in_place(

@@ -92,7 +92,7 @@ def test_the_why_explains_the_priority_of_each_row(client_for, reviewer, project
 
     assert _rows(body) == [failed.pk, corrected.pk, unsure.pk, at_threshold.pk, plain.pk]
     assert (
-        "failed run: the machine blames steps 1 (failed), 3 (misleading); "
+        "the machine blames steps 1 (failed), 3 (misleading); "
         "4 machine labels unchecked, the least sure 55 %"
     ) in body
     assert 'class="why-title why-failure">Failed run<' in body
@@ -110,7 +110,7 @@ def test_the_why_filter_reaches_failed_runs(client_for, reviewer, project, make_
     body = client_for(reviewer).get("/queue/?why=failure").content.decode()
 
     assert _rows(body) == [failed.pk]
-    assert "partly failed run: the machine blames no step" in body
+    assert "Partly failed run</span><small>the machine blames no step" in body
 
 
 def test_a_trace_held_by_another_reviewer_shows_who_holds_it_until_when(

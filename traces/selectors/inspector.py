@@ -255,7 +255,8 @@ class StepOverview:
     tools: list[int] = field(default_factory=list)
     errors: list[int] = field(default_factory=list)
     mine: list[int] = field(default_factory=list)
-    unlabelled: list[int] = field(default_factory=list)
+    # no person has labelled or accepted them: no label, or the machine's alone
+    unchecked: list[int] = field(default_factory=list)
     low: list[int] = field(default_factory=list)
     blamed: list[int] = field(default_factory=list)
     machine_versions: list[tuple[int, int]] = field(default_factory=list)
@@ -274,8 +275,8 @@ class StepOverview:
         return self.errors[0] if self.errors else None
 
     @property
-    def first_unlabelled(self) -> int | None:
-        return self.unlabelled[0] if self.unlabelled else None
+    def first_unchecked(self) -> int | None:
+        return self.unchecked[0] if self.unchecked else None
 
     @property
     def versions_text(self) -> str:
@@ -302,11 +303,12 @@ def step_overview(*, trace: Trace, user: User) -> StepOverview:
         if is_error:
             overview.errors.append(index)
         if not label:
-            overview.unlabelled.append(index)
+            overview.unchecked.append(index)
         elif source == Step.LabelSource.HUMAN:
             if by == user.pk and not accepted:
                 overview.mine.append(index)
         elif source in Step.MACHINE_LABEL_SOURCES:
+            overview.unchecked.append(index)
             overview.machine_versions.append((index, version))
             if confidence is not None and confidence < low:
                 overview.low.append(index)

@@ -152,8 +152,7 @@ def _queue_why(trace: Trace, reason: int, parts: Mapping[str, Any]) -> str:
     unchecked = _plural(machine, "machine label") + " unchecked"
     least_sure = f", the least sure {_percent(lowest)}" if lowest is not None else ""
     if reason == QueueReason.FAILURE:
-        run = "partly failed run" if trace.outcome == Trace.Outcome.PARTIAL else "failed run"
-        return f"{run}: {_blamed_text(parts)}; {unchecked}{least_sure}"
+        return f"{_blamed_text(parts)}; {unchecked}{least_sure}"
     if reason == QueueReason.DISAGREEMENT:
         changed = parts.get("changed", 0)
         return f"a person changed {_plural(changed, 'label')}; {unchecked}{least_sure}"
@@ -187,6 +186,9 @@ def _decorate_queue_rows(traces: list[Trace]) -> None:
             changed=Count(
                 "pk", filter=Q(label_source=Step.LabelSource.HUMAN, is_accepted_as_is=False)
             ),
+            first_low=Min("index", filter=machine & Q(label_confidence__lt=low)),
+            first_error=Min("index", filter=Q(is_error=True)),
+            first_machine=Min("index", filter=machine),
             blamed=ArrayAgg("index", filter=blamed, order_by="index", default=[]),
             blamed_labels=ArrayAgg("label", filter=blamed, order_by="index", default=[]),
         )
@@ -207,9 +209,32 @@ def _decorate_queue_rows(traces: list[Trace]) -> None:
             outcome=trace.outcome, changed=parts.get("changed", 0), lowest=parts.get("lowest")
         )
         trace.why_slug = QueueReason.SLUGS[reason]  # type: ignore[attr-defined]
-        trace.why_title = QueueReason.TITLES[reason]  # type: ignore[attr-defined]
+        partial = reason == QueueReason.FAILURE and trace.outcome == Trace.Outcome.PARTIAL
+        trace.why_title = "Partly failed run" if partial else QueueReason.TITLES[reason]  # type: ignore[attr-defined]
         trace.why = _queue_why(trace, reason, parts)  # type: ignore[attr-defined]
+        trace.look_at = _look_at(reason, parts)  # type: ignore[attr-defined]
         trace.claim = claims.get(trace.pk)  # type: ignore[attr-defined]
+
+
+def _look_at(reason: int, parts: Mapping[str, Any]) -> int | None:
+    """The step the reason points at, where the trace page opens: the first step the machine
+    blames in a failed run (else its first error), the first label of low confidence, the first
+    machine label left after a person's change; None (the top) for a run nobody looked at."""
+    if reason == QueueReason.FAILURE:
+        blamed = parts.get("blamed") or []
+        return blamed[0] if blamed else parts.get("first_error")
+    if reason == QueueReason.LOW_CONFIDENCE:
+        return parts.get("first_low")
+    if reason == QueueReason.DISAGREEMENT:
+        return parts.get("first_machine")
+    return None
+
+
+def queue_reason_of(trace: Trace) -> Trace:
+    """One trajectory with its queue row's why_title, why, why_slug and look_at (two queries):
+    what the trace page says to the reviewer the queue sent there."""
+    _decorate_queue_rows([trace])
+    return trace
 
 
 def queue_progress(*, project: Project, user: User, waiting: int, capped: bool) -> QueueProgress:

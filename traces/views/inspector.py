@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
@@ -32,7 +33,7 @@ from traces.selectors.inspector import (
     steps_with_opinions,
     trace_for_inspector,
 )
-from traces.selectors.queue import claim_live_on, claim_open_for
+from traces.selectors.queue import claim_live_on, claim_open_for, queue_reason_of
 from traces.services import labels
 from traces.services.audit import audit_event
 from traces.services.labels import LabelConflict
@@ -100,7 +101,10 @@ def _inspector_context(request: AuthedRequest, trace: Trace, show: str) -> dict[
     reviews = list(trace.reviews.all())
     reviews_drop_repeats(reviews)
     held = _claim_of_another(request, trace)
+    mine = claim if claim is not None and claim.trace_id == trace.pk else None
     return {
+        "queue_reason": queue_reason_of(trace) if mine is not None else None,
+        "low_threshold": f"{round(100 * settings.HINDSIGHT_LOW_CONFIDENCE)} %",
         "held_claim": held,
         "claim_overridden": held is not None
         and held.pk in request.session.get(SESSION_OVERRIDES, []),
@@ -110,7 +114,7 @@ def _inspector_context(request: AuthedRequest, trace: Trace, show: str) -> dict[
         "is_heuristic": overview.has_heuristic_labels
         or any(r.reviewer == Review.Reviewer.HEURISTIC for r in reviews),
         "machine_versions": overview.versions_text,
-        "claim": claim if claim is not None and claim.trace_id == trace.pk else None,
+        "claim": mine,
         "labels": Step.Label.choices,
     }
 
