@@ -225,3 +225,78 @@ def trace_decorate(trace: Trace) -> Trace:
     for review in trace.reviews.all():
         review_decorate(review)
     return trace
+
+
+# ------------------------------------------------------------------------- inspector: run details
+
+# Keys agents and SDKs send their model and token usage under (in `metadata`, or its `usage`).
+MODEL_KEYS = (
+    "model",
+    "model_name",
+    "gen_ai.request.model",
+    "gen_ai.response.model",
+    "llm.model_name",
+)
+TOKEN_KEYS = (
+    ("input", ("input_tokens", "prompt_tokens", "gen_ai.usage.input_tokens")),
+    ("output", ("output_tokens", "completion_tokens", "gen_ai.usage.output_tokens")),
+    ("total", ("total_tokens", "tokens", "llm.token_count.total")),
+)
+SHOWN_KEYS = ("system_prompt", "transcript_format", "usage", *MODEL_KEYS)
+
+
+@dataclass(frozen=True)
+class RunDetails:
+    """What the inspector's "Run details" shows of a trace's metadata and steps."""
+
+    models: list[str]
+    tokens: list[tuple[str, int]]  # (input / output / total, count), where sent
+    system_prompt: str
+    transcript_format: str
+    other_json: str  # the rest of the metadata, pretty JSON ("" when none)
+
+    @property
+    def gist(self) -> str:
+        """The fold's one line: models, tokens, the system prompt's size."""
+        parts = [", ".join(self.models)] if self.models else []
+        parts += [f"{count:,} {name} tokens" for name, count in self.tokens]
+        if self.system_prompt:
+            parts.append(f"system prompt {len(self.system_prompt):,} chars")
+        return " · ".join(parts)
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return None
+    return int(value)
+
+
+def run_details(trace: Trace, *, step_models: list[str]) -> RunDetails:
+    metadata = trace.metadata if isinstance(trace.metadata, dict) else {}
+    sent_usage = metadata.get("usage")
+    usage = sent_usage if isinstance(sent_usage, dict) else {}
+    models = [m for k in MODEL_KEYS if isinstance(m := metadata.get(k), str) and m]
+    models += [m for m in step_models if m not in models]
+    tokens = []
+    for name, keys in TOKEN_KEYS:
+        found = next(
+            (
+                n
+                for k in keys
+                for n in (_count(usage.get(k)), _count(metadata.get(k)))
+                if n is not None
+            ),
+            None,
+        )
+        if found is not None:
+            tokens.append((name, found))
+    prompt = metadata.get("system_prompt")
+    transcript = metadata.get("transcript_format")
+    other = {k: v for k, v in metadata.items() if k not in SHOWN_KEYS}
+    return RunDetails(
+        models=list(dict.fromkeys(models)),
+        tokens=tokens,
+        system_prompt=prompt if isinstance(prompt, str) else "",
+        transcript_format=transcript if isinstance(transcript, str) else "",
+        other_json=_pretty_json(other),
+    )

@@ -378,3 +378,41 @@ def test_a_2000_step_run_is_usable_at_once_and_loads_the_rest_as_the_reviewer_mo
     expect(page.locator("#step-1500")).to_be_in_viewport()
     assert Step.objects.get(trace=trace, index=188).label == "redundant"
     assert errors == []
+
+
+def test_an_imported_chats_run_details_show_its_model_tokens_and_system_prompt(
+    page, live_server, login, reviewer, api, shot, console_errors  # noqa: F811
+):  # fmt: skip
+    from tests.pages.test_inspector_reading import SYSTEM_PROMPT
+
+    response = api.post("traces/import", {
+        "format": "openai", "external_id": "chat-details", "agent": "ops-bot",
+        "outcome": "success", "environment": ["k8s"],
+        "metadata": {"model": "gpt-4o-mini", "usage": {"prompt_tokens": 5120,
+                     "completion_tokens": 96}},
+        "messages": [
+            {"role": "system", "content": SYSTEM_PROMPT + " <img src=x onerror=window.__xss=1>"},
+            {"role": "user", "content": "Why does web restart?"},
+            {"role": "assistant", "content": "It is OOMKilled."},
+        ],
+    })  # fmt: skip
+    assert response.status_code == 201, response.content
+    errors = console_errors(page)
+    login(page.context, reviewer)
+    page.goto(f"{live_server.url}/traces/{response.json()['id']}/")
+
+    details = page.locator("#run-details")
+    size = len(SYSTEM_PROMPT + " <img src=x onerror=window.__xss=1>")
+    expect(details.locator("summary .preview")).to_have_text(
+        f"gpt-4o-mini · 5,120 input tokens · 96 output tokens · system prompt {size:,} chars"
+    )
+    details.locator("summary").first.focus()
+    page.keyboard.press("Enter")
+    expect(details.locator(".run-meta")).to_contain_text("openai transcript")
+    expect(details.locator(".run-meta")).to_contain_text("5120 input · 96 output")
+    prompt = page.locator("#system-prompt")
+    prompt.locator("summary").click()
+    expect(prompt.locator("pre")).to_contain_text("Rule 20: you are the operations assistant")
+    expect(prompt.locator("pre")).to_contain_text("<img src=x onerror=window.__xss=1>")
+    shot(page, "40-inspector-run-details")
+    assert page.evaluate("window.__xss") is None and errors == []

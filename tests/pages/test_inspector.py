@@ -199,3 +199,51 @@ def test_the_inspector_runs_the_same_queries_for_60_and_600_steps(
     assert count(short) == count(long)
     partial = {"HX_Request": "true"}
     assert count(short, "?after=10", **partial) == count(long, "?after=300", **partial)
+
+
+# ---------------------------------------------------------------------------- run details
+
+
+def test_an_imported_chat_shows_its_model_tokens_and_system_prompt(client_for, reviewer, api):
+    hostile = "You are ops. <script>window.__xss=1</script>"
+    response = api.post("traces/import", {
+        "format": "openai", "external_id": "chat-9", "agent": "ops-bot", "outcome": "success",
+        "metadata": {"model": "gpt-4o-mini", "usage": {"prompt_tokens": 1200,
+                     "completion_tokens": 80, "total_tokens": 1280}, "team": "infra"},
+        "messages": [
+            {"role": "system", "content": hostile},
+            {"role": "user", "content": "Why does web restart?"},
+            {"role": "assistant", "content": "It is OOMKilled."},
+        ],
+    })  # fmt: skip
+    assert response.status_code == 201, response.content
+
+    body = client_for(reviewer).get(f"/traces/{response.json()['id']}/").content.decode()
+
+    details = body.split('id="run-details"')[1].split('class="trace-actions"')[0]
+    assert "<code><bdi>gpt-4o-mini</bdi></code>" in details
+    assert "1200 input · 80 output · 1280 total" in details
+    assert "openai transcript" in details
+    assert "You are ops. &lt;script&gt;window.__xss=1&lt;/script&gt;" in details
+    assert "<script>window.__xss" not in body
+    assert "&quot;team&quot;: &quot;infra&quot;" in details  # the rest of the metadata
+    assert "gpt-4o-mini · 1,200 input tokens · 80 output tokens" in details  # the one-line gist
+
+
+def test_models_named_by_the_llm_steps_are_shown(client_for, reviewer, project, make_trace):
+    trace = make_trace(project, steps=3)
+    Step.objects.filter(trace=trace).update(kind="llm_reasoning", arguments={"model": "o3"})
+    Step.objects.filter(trace=trace, index=2).update(arguments={"model": "gpt-4.1"})
+
+    body = client_for(reviewer).get(f"/traces/{trace.pk}/").content.decode()
+
+    assert "<code><bdi>o3</bdi></code>, <code><bdi>gpt-4.1</bdi></code>" in body
+
+
+def test_a_run_without_metadata_says_what_was_not_sent(client_for, reviewer, project, make_trace):
+    trace = make_trace(project)
+
+    body = client_for(reviewer).get(f"/traces/{trace.pk}/").content.decode()
+
+    details = body.split('id="run-details"')[1].split('class="trace-actions"')[0]
+    assert details.count("not sent") == 2 and "System prompt" not in details

@@ -330,3 +330,23 @@ def trace_for_inspector(*, trace_id: int, projects: list[Project]) -> Trace | No
         )
         .first()
     )
+
+
+MODELS_SHOWN = 10
+
+
+def trace_models(*, trace: Trace) -> list[str]:
+    """The models the run's LLM steps name (`arguments.model`, as OTLP ingest and most agents
+    record it), in order of first use: one query over the trace's LLM steps."""
+    rows = (
+        Step.objects.filter(trace=trace, kind=Step.Kind.LLM_REASONING, arguments__has_key="model")
+        .order_by("index")
+        .values_list("arguments__model", flat=True)
+    )
+    models: list[str] = []
+    for model in rows:
+        if isinstance(model, str) and model and model not in models:
+            models.append(model)
+            if len(models) == MODELS_SHOWN:
+                break
+    return models

@@ -18,6 +18,7 @@ from traces.forms import RelabelForm
 from traces.models import Review, ReviewClaim, Step, Trace
 from traces.presentation import (
     reviews_drop_repeats,
+    run_details,
     step_decorate,
     steps_mark_for_reading,
     trace_decorate,
@@ -32,6 +33,7 @@ from traces.selectors.inspector import (
     step_window,
     steps_with_opinions,
     trace_for_inspector,
+    trace_models,
 )
 from traces.selectors.queue import claim_live_on, claim_open_for, queue_reason_of
 from traces.services import labels
@@ -104,6 +106,7 @@ def _inspector_context(request: AuthedRequest, trace: Trace, show: str) -> dict[
     mine = claim if claim is not None and claim.trace_id == trace.pk else None
     return {
         "queue_reason": queue_reason_of(trace) if mine is not None else None,
+        "details": run_details(trace, step_models=trace_models(trace=trace)),
         "low_threshold": f"{round(100 * settings.HINDSIGHT_LOW_CONFIDENCE)} %",
         "held_claim": held,
         "claim_overridden": held is not None
