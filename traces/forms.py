@@ -209,6 +209,17 @@ class MemberCreateForm(forms.Form):
         super().__init__(*args, **kwargs)
 
 
+class ProjectCreateForm(forms.Form):
+    name = forms.SlugField(
+        max_length=64, label="Project name",
+        help_text="Letters, digits, - and _ only: API keys and commands name it.",
+    )  # fmt: skip
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "new-project-%s")
+        super().__init__(*args, **kwargs)
+
+
 class MemberRoleForm(forms.Form):
     role = forms.ChoiceField(choices=Membership.Role.choices)
 

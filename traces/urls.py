@@ -45,6 +45,12 @@ urlpatterns = [
         name="member_update",
     ),
     path(
+        "settings/members/<int:membership_id>/password/",
+        project_settings.member_password_reset,
+        name="member_password_reset",
+    ),
+    path("settings/projects/", project_settings.project_create, name="project_create"),
+    path(
         "settings/members/<int:membership_id>/remove/",
         project_settings.member_remove,
         name="member_remove",
