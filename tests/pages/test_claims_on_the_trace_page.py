@@ -62,7 +62,7 @@ def test_label_anyway_is_audited_once_and_lets_the_labels_through(
     assert client.post(url, headers=HTMX).status_code == 204
     assert client.post(url).status_code == 302  # again, without htmx: no second event
     relabel = _relabel(client, trace, **HTMX)
-    accept = client.post(f"/traces/{trace.pk}/accept/", {"versions": "0:1"})
+    accept = client.post(f"/traces/{trace.pk}/accept/", {"versions": "0:1", "confirmed": "1"})
 
     assert relabel.status_code == 200
     assert Step.objects.get(trace=trace, index=1).labelled_by == admin_user
@@ -82,7 +82,9 @@ def test_accept_all_on_a_trajectory_another_holds_is_refused(
     claim_next(project=project, user=reviewer)
     client = client_for(admin_user)
 
-    response = client.post(f"/traces/{trace.pk}/accept/", {"versions": "0:1,1:1,2:1"}, follow=True)
+    response = client.post(
+        f"/traces/{trace.pk}/accept/", {"versions": "0:1,1:1,2:1", "confirmed": "1"}, follow=True
+    )
 
     assert "rita is reviewing this trajectory" in response.content.decode()
     assert not Step.objects.filter(trace=trace, is_accepted_as_is=True).exists()

@@ -84,7 +84,9 @@ def test_finishing_confirms_the_labels_and_opens_the_next(
     client.post("/queue/claim/")
     claim = ReviewClaim.objects.get()
 
-    response = client.post(f"/queue/{claim.pk}/finish/", {"versions": "0:1,1:1,2:1"})
+    response = client.post(
+        f"/queue/{claim.pk}/finish/", {"versions": "0:1,1:1,2:1", "confirmed": "1"}
+    )
 
     assert response.url == f"/traces/{second.pk}/"
     assert set(Step.objects.filter(trace=first).values_list("label_source", flat=True)) == {"human"}
@@ -100,7 +102,9 @@ def test_finishing_the_last_one_says_the_queue_is_empty(client_for, reviewer, pr
     client.post("/queue/claim/")
     claim = ReviewClaim.objects.get()
 
-    response = client.post(f"/queue/{claim.pk}/finish/", {"versions": "0:1"}, follow=True)
+    response = client.post(
+        f"/queue/{claim.pk}/finish/", {"versions": "0:1", "confirmed": "1"}, follow=True
+    )
 
     assert "the queue is empty" in response.content.decode()
     assert "Nothing waiting" in response.content.decode()
@@ -188,6 +192,8 @@ def test_finishing_opens_the_next_at_its_step(client_for, reviewer, project, mak
     client.post("/queue/claim/")
     claim = ReviewClaim.objects.get()
 
-    response = client.post(f"/queue/{claim.pk}/finish/", {"versions": "0:1,1:1,2:1"})
+    response = client.post(
+        f"/queue/{claim.pk}/finish/", {"versions": "0:1,1:1,2:1", "confirmed": "1"}
+    )
 
     assert response["Location"] == f"/traces/{second.pk}/#step-3"

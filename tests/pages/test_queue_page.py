@@ -147,7 +147,7 @@ def test_progress_counts_what_the_reviewer_finished_against_the_queue(
     client = client_for(reviewer)
     client.post("/queue/claim/")
     claim = ReviewClaim.objects.get()
-    client.post(f"/queue/{claim.pk}/finish/", {"versions": "0:1"})
+    client.post(f"/queue/{claim.pk}/finish/", {"versions": "0:1", "confirmed": "1"})
     other = claim_next(project=project, user=admin_user)  # someone else's work is not mine
     ReviewClaim.objects.filter(pk=other.pk).update(finished_at=timezone.now())
 

@@ -155,7 +155,9 @@ def test_accept_all_leaves_steps_changed_meanwhile(client_for, reviewer, project
     Step.objects.filter(trace=trace, index=2).update(label="failed", label_version=5)
 
     client = client_for(reviewer)
-    response = client.post(f"/traces/{trace.pk}/accept/", {"versions": "0:1,1:1,2:1"})
+    response = client.post(
+        f"/traces/{trace.pk}/accept/", {"versions": "0:1,1:1,2:1", "confirmed": "1"}
+    )
 
     assert response.status_code == 302
     assert Step.objects.get(trace=trace, index=2).label_source == "llm"
@@ -166,6 +168,8 @@ def test_accept_all_leaves_steps_changed_meanwhile(client_for, reviewer, project
 def test_accept_all_of_another_project_is_not_found(client_for, outsider, project, make_trace):
     trace = make_trace(project)
 
-    response = client_for(outsider).post(f"/traces/{trace.pk}/accept/", {"versions": "0:1"})
+    response = client_for(outsider).post(
+        f"/traces/{trace.pk}/accept/", {"versions": "0:1", "confirmed": "1"}
+    )
 
     assert response.status_code == 404

@@ -205,6 +205,8 @@ def step_label(request: AuthedRequest, trace_id: int, index: int) -> HttpRespons
 def trace_accept(request: AuthedRequest, trace_id: int) -> HttpResponse:
     trace = _get_trace_for_user(request, trace_id)
     seen = parse_label_versions(request.POST.get("versions", ""))
+    if (asking := accept_asked_first(request, trace=trace, seen=seen)) is not None:
+        return asking
     if (held := _claim_in_the_way(request, trace)) is not None:
         messages.error(request, _held_text(held) + ".")
     else:
@@ -238,6 +240,23 @@ def claim_override(request: AuthedRequest, trace_id: int, claim_id: int) -> Http
         return HttpResponse(status=204)
     messages.warning(request, f"You label this trajectory although {claim.user} holds it.")
     return redirect(url)
+
+
+def accept_asked_first(
+    request: AuthedRequest, *, trace: Trace, seen: dict[int, int], finishing: bool = False
+) -> HttpResponse | None:
+    """Without JavaScript, "Accept all" and "Finish & next" (Ctrl+Enter's form) ask first too:
+    a page naming the machine labels they would accept, whose button sends them again with
+    `confirmed`. With htmx the page asked already (hindsight.js)."""
+    if request.htmx or request.POST.get("confirmed") or not seen:
+        return None
+    indexes = sorted(seen)
+    context = {
+        "trace": trace, "indexes": indexes[:12], "more": max(len(indexes) - 12, 0),
+        "count": len(indexes), "versions": request.POST.get("versions", ""),
+        "action": request.path, "finishing": finishing,
+    }  # fmt: skip
+    return render(request, "traces/accept_confirm.html", context)
 
 
 def _say_accepted(request: AuthedRequest, result: labels.AcceptResult) -> None:

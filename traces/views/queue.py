@@ -30,7 +30,7 @@ from traces.views.common import (
     query_without_cursor,
     render_page_or_partial,
 )
-from traces.views.inspector import _say_accepted
+from traces.views.inspector import _say_accepted, accept_asked_first
 
 PAGE_SIZE = 20
 
@@ -135,6 +135,9 @@ def _get_claim_for_user(request: AuthedRequest, claim_id: int) -> ReviewClaim:
 def queue_finish(request: AuthedRequest, claim_id: int) -> HttpResponse:
     claim = _get_claim_for_user(request, claim_id)
     seen = parse_label_versions(request.POST.get("versions", ""))
+    asking = accept_asked_first(request, trace=claim.trace, seen=seen, finishing=True)
+    if asking is not None:
+        return asking
     url = reverse("traces:queue")
     try:
         result = review_claims.claim_finish(claim=claim, user=request.user, seen_versions=seen)
