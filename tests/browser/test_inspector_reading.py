@@ -6,6 +6,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.test_accessibility import axe_violations, describe
 from tests.pages.conftest import admin_user, make_trace, other_project, reviewer  # noqa: F401
 from tests.pages.test_inspector_reading import colleague, ingest_reading_trace  # noqa: F401
 from traces.models import Step
@@ -376,6 +377,10 @@ def test_a_2000_step_run_is_usable_at_once_and_loads_the_rest_as_the_reviewer_mo
     page.goto(url + "#step-1500")
     expect(page.locator("li.step.is-current")).to_have_attribute("data-index", "1500")
     expect(page.locator("#step-1500")).to_be_in_viewport()
+    assert describe("2,000 steps at 1440 px", axe_violations(page)) == []
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert describe("2,000 steps at 390 px", axe_violations(page)) == []
+    shot(page, "39b-inspector-2000-steps-390")
     assert Step.objects.get(trace=trace, index=188).label == "redundant"
     assert errors == []
 
