@@ -138,7 +138,12 @@ class ScopeForm(forms.Form):
 
     def is_unknown_allowed(self, signature: str) -> bool:
         """True once the form was sent back with the warning about exactly these values."""
-        return bool(signature) and self.cleaned_data.get("allow_unknown") == signature
+        return _is_signed(signature, self.cleaned_data.get("allow_unknown"))
+
+
+def _is_signed(signature: str, sent: str | None) -> bool:
+    # a browser sends the hidden input's line breaks as CRLF (the form encoding's rule)
+    return bool(signature) and (sent or "").replace("\r\n", "\n") == signature
 
 
 def unknown_signature(unknown: list[Any]) -> str:
@@ -166,6 +171,8 @@ class BulkForm(forms.Form):
     environments = ListField()
     agents = ListField()
     users = ListField()
+    # As on one row's scope (ScopeForm): the unknown values the person was warned about.
+    allow_unknown = forms.CharField(required=False, max_length=5000)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -173,6 +180,12 @@ class BulkForm(forms.Form):
         values = self.data.getlist("ids") if hasattr(self.data, "getlist") else []
         ids = cast(forms.TypedMultipleChoiceField, self.fields["ids"])  # declared above
         ids.choices = [(v, v) for v in values[:200] if str(v).isdigit()]
+
+    def scope(self) -> dict[str, list[str]]:
+        return {name: self.cleaned_data[name] for name in ("environments", "agents", "users")}
+
+    def is_unknown_allowed(self, signature: str) -> bool:
+        return _is_signed(signature, self.cleaned_data.get("allow_unknown"))
 
 
 class ProposalDecisionForm(forms.Form):

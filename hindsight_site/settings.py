@@ -54,6 +54,10 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # an htmx request without a session: a 401 the page handles, not the sign-in page swapped in
+    "hindsight_site.htmx_session.HtmxSessionLapsedMiddleware",
+    # a one-time password (made or reset by a project admin) is changed before anything else
+    "hindsight_site.password_due.PasswordChangeDueMiddleware",
 ]
 
 ROOT_URLCONF = "hindsight_site.urls"

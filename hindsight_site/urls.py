@@ -6,6 +6,7 @@ from django.views.generic import RedirectView
 
 from hindsight_site.api import api
 from traces.forms import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
+from traces.views import accounts
 
 # Both sign-in pages refuse a locked-out username or address (traces.services.login_throttle).
 admin.site.login_form = ThrottledAdminAuthenticationForm
@@ -19,6 +20,18 @@ urlpatterns = [
         "accounts/login/",
         LoginView.as_view(authentication_form=ThrottledAuthenticationForm),
         name="login",
+    ),
+    # the site's own password change (Django's renders the admin's page, whose links lead to
+    # an admin sign-in a reviewer cannot use); the rest of Django's account pages as they are
+    path(
+        "accounts/password_change/",
+        accounts.AccountPasswordChangeView.as_view(),
+        name="password_change",
+    ),
+    path(
+        "accounts/password_change/done/",
+        accounts.password_change_done,
+        name="password_change_done",
     ),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/v1/", api.urls),

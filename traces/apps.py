@@ -6,4 +6,4 @@ class TracesConfig(AppConfig):
     verbose_name = "Trajectories"
 
     def ready(self) -> None:
-        from traces.services import login_throttle  # noqa: F401  (connects its signals)
+        from traces.services import accounts, login_throttle  # noqa: F401  (connect signals)

@@ -60,7 +60,14 @@ class ListFilterForm(forms.Form):
 
 
 class TraceFilterForm(ListFilterForm):
-    q = forms.CharField(required=False, max_length=200, label="Search the task")
+    q = forms.CharField(
+        required=False, max_length=200, label="Search tasks, steps and observations"
+    )
+    # An external id or its beginning ("deploy-web-" finds every attempt), or a session id.
+    run = forms.CharField(
+        required=False, max_length=200, label="Run id",
+        widget=forms.TextInput(attrs={"placeholder": "external or session id"}),
+    )  # fmt: skip
     # Suggestions from the page's <datalist>s (templates/traces/list.html); a part of a value
     # is enough ("gpt" finds "gpt-4o-mini"), any case.
     agent = suggested_text("known-agents", max_length=200)
@@ -102,6 +109,10 @@ class TraceFilterForm(ListFilterForm):
     def selected_label_source(self) -> str | None:
         self.is_valid()
         return self.cleaned_data.get("label_source") or None
+
+    def selected_run_id(self) -> str | None:
+        self.is_valid()
+        return (self.cleaned_data.get("run") or "").strip() or None
 
 
 def _day_start(day: date | None, *, days_after: int = 0) -> datetime | None:
@@ -195,6 +206,17 @@ class MemberCreateForm(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # its own ids: the page also has the "add an existing account" form
         kwargs.setdefault("auto_id", "new-member-%s")
+        super().__init__(*args, **kwargs)
+
+
+class ProjectCreateForm(forms.Form):
+    name = forms.SlugField(
+        max_length=64, label="Project name",
+        help_text="Letters, digits, - and _ only: API keys and commands name it.",
+    )  # fmt: skip
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "new-project-%s")
         super().__init__(*args, **kwargs)
 
 

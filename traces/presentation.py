@@ -66,8 +66,6 @@ def review_decorate(review: Review) -> Review:
 
 # ------------------------------------------------------------------------- inspector: reading aids
 
-STEP_FILTERS = ("tools", "errors", "mine")  # ?show= of the inspector; "" shows every step
-
 
 def step_is_own_change(step: Step, *, user: User) -> bool:
     """The step's current label is one `user` set by judging the step ("my changes").
@@ -82,50 +80,17 @@ def step_is_own_change(step: Step, *, user: User) -> bool:
     )
 
 
-@dataclass(frozen=True)
-class StepOverview:
-    """Counts for the inspector's step filters and the targets of its jump links."""
-
-    total: int
-    tool_calls: int
-    errors: int
-    own_changes: int
-    first_error: int | None
-    first_unlabelled: int | None
-
-
-def steps_mark_for_reading(steps: list[Step], *, user: User) -> StepOverview:
+def steps_mark_for_reading(
+    steps: list[Step], *, user: User, first_index: dict[str, int]
+) -> list[Step]:
     """Mark each step with `repeats_index` (the first earlier step with the same text: a repeated
-    prompt) and `is_own_change`; no query, the steps are already loaded."""
-    first_with: dict[str, int] = {}
-    own_changes = 0
+    prompt; `first_index` from traces.selectors.inspector.first_index_of_contents) and
+    `is_own_change`."""
     for step in steps:
-        first = first_with.setdefault(step.content, step.index) if step.content else step.index
-        step.repeats_index = first if first != step.index else None  # type: ignore[attr-defined]
-        is_own = step_is_own_change(step, user=user)
-        step.is_own_change = is_own  # type: ignore[attr-defined]
-        own_changes += is_own
-    return StepOverview(
-        total=len(steps),
-        tool_calls=sum(1 for s in steps if s.kind == Step.Kind.TOOL_CALL),
-        errors=sum(1 for s in steps if s.is_error),
-        own_changes=own_changes,
-        first_error=next((s.index for s in steps if s.is_error), None),
-        first_unlabelled=next((s.index for s in steps if not s.label), None),
-    )
-
-
-def step_mark_for_reading(step: Step, *, user: User) -> Step:
-    """`steps_mark_for_reading` for one step re-rendered alone (after a relabel): one query."""
-    earlier = Step.objects.filter(trace_id=step.trace_id, index__lt=step.index)
-    first = (
-        earlier.filter(content=step.content).order_by("index").values_list("index", flat=True)
-        if step.content
-        else earlier.none()
-    ).first()
-    step.repeats_index = first  # type: ignore[attr-defined]
-    step.is_own_change = step_is_own_change(step, user=user)  # type: ignore[attr-defined]
-    return step
+        first = first_index.get(step.content) if step.content else None
+        step.repeats_index = first if first is not None and first < step.index else None  # type: ignore[attr-defined]
+        step.is_own_change = step_is_own_change(step, user=user)  # type: ignore[attr-defined]
+    return steps
 
 
 def reviews_drop_repeats(reviews: list[Review]) -> None:
@@ -256,9 +221,82 @@ def compare_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def trace_decorate(trace: Trace) -> Trace:
-    """The inspector's trace (traces.selectors.inspector.trace_inspect) ready to display."""
-    for step in trace.steps.all():
-        step_decorate(step)
+    """The inspector's trace (traces.selectors.inspector.trace_for_inspector) ready to display."""
     for review in trace.reviews.all():
         review_decorate(review)
     return trace
+
+
+# ------------------------------------------------------------------------- inspector: run details
+
+# Keys agents and SDKs send their model and token usage under (in `metadata`, or its `usage`).
+MODEL_KEYS = (
+    "model",
+    "model_name",
+    "gen_ai.request.model",
+    "gen_ai.response.model",
+    "llm.model_name",
+)
+TOKEN_KEYS = (
+    ("input", ("input_tokens", "prompt_tokens", "gen_ai.usage.input_tokens")),
+    ("output", ("output_tokens", "completion_tokens", "gen_ai.usage.output_tokens")),
+    ("total", ("total_tokens", "tokens", "llm.token_count.total")),
+)
+SHOWN_KEYS = ("system_prompt", "transcript_format", "usage", *MODEL_KEYS)
+
+
+@dataclass(frozen=True)
+class RunDetails:
+    """What the inspector's "Run details" shows of a trace's metadata and steps."""
+
+    models: list[str]
+    tokens: list[tuple[str, int]]  # (input / output / total, count), where sent
+    system_prompt: str
+    transcript_format: str
+    other_json: str  # the rest of the metadata, pretty JSON ("" when none)
+
+    @property
+    def gist(self) -> str:
+        """The fold's one line: models, tokens, the system prompt's size."""
+        parts = [", ".join(self.models)] if self.models else []
+        parts += [f"{count:,} {name} tokens" for name, count in self.tokens]
+        if self.system_prompt:
+            parts.append(f"system prompt {len(self.system_prompt):,} chars")
+        return " · ".join(parts)
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return None
+    return int(value)
+
+
+def run_details(trace: Trace, *, step_models: list[str]) -> RunDetails:
+    metadata = trace.metadata if isinstance(trace.metadata, dict) else {}
+    sent_usage = metadata.get("usage")
+    usage = sent_usage if isinstance(sent_usage, dict) else {}
+    models = [m for k in MODEL_KEYS if isinstance(m := metadata.get(k), str) and m]
+    models += [m for m in step_models if m not in models]
+    tokens = []
+    for name, keys in TOKEN_KEYS:
+        found = next(
+            (
+                n
+                for k in keys
+                for n in (_count(usage.get(k)), _count(metadata.get(k)))
+                if n is not None
+            ),
+            None,
+        )
+        if found is not None:
+            tokens.append((name, found))
+    prompt = metadata.get("system_prompt")
+    transcript = metadata.get("transcript_format")
+    other = {k: v for k, v in metadata.items() if k not in SHOWN_KEYS}
+    return RunDetails(
+        models=list(dict.fromkeys(models)),
+        tokens=tokens,
+        system_prompt=prompt if isinstance(prompt, str) else "",
+        transcript_format=transcript if isinstance(transcript, str) else "",
+        other_json=_pretty_json(other),
+    )

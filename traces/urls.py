@@ -7,6 +7,7 @@ from traces.views import (
     project_settings,
     projects,
     queue,
+    session,
     stats,
     trace_list,
 )
@@ -15,10 +16,16 @@ app_name = "traces"
 
 urlpatterns = [
     path("projects/switch/", projects.project_switch, name="project_switch"),
+    path("accounts/session/", session.session_sign_in, name="session_sign_in"),
     path("traces/", trace_list.trace_list, name="list"),
     path("traces/compare/", compare.trace_compare, name="compare"),
     path("traces/<int:trace_id>/", inspector.trace_detail, name="detail"),
     path("traces/<int:trace_id>/accept/", inspector.trace_accept, name="accept"),
+    path(
+        "traces/<int:trace_id>/claims/<int:claim_id>/override/",
+        inspector.claim_override,
+        name="claim_override",
+    ),
     path("traces/<int:trace_id>/steps/<int:index>/label/", inspector.step_label, name="step_label"),
     path("traces/<int:trace_id>/steps/<int:index>/raw/", inspector.step_raw, name="step_raw"),
     path("queue/", queue.queue, name="queue"),
@@ -37,6 +44,12 @@ urlpatterns = [
         project_settings.member_update,
         name="member_update",
     ),
+    path(
+        "settings/members/<int:membership_id>/password/",
+        project_settings.member_password_reset,
+        name="member_password_reset",
+    ),
+    path("settings/projects/", project_settings.project_create, name="project_create"),
     path(
         "settings/members/<int:membership_id>/remove/",
         project_settings.member_remove,

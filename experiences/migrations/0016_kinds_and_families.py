@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('experiences', '0015_dedup_due'),
-        ('traces', '0012_tool_profiles'),
+        ('traces', '0015_tool_profiles'),
     ]
 
     operations = [

@@ -238,15 +238,29 @@ def experience_bulk(request: AuthedRequest, access: ProjectAccess) -> HttpRespon
         messages.error(request, "Select at least one experience and an action.")
         return redirect(back)
     ids = selectors.experiences_of_project(project=access.project, ids=form.cleaned_data["ids"])
+    unknown: list[UnknownValue] = []
+    if form.cleaned_data["action"] == "scope":
+        known = scope_known_values(project=access.project)
+        unknown = scope_unknown_values(known=known, **form.scope())
+        if unknown and not form.is_unknown_allowed(unknown_signature(unknown)):
+            return _bulk_scope_refused(request, form, ids=ids, unknown=unknown, back=back)
     done, failed = _apply_to_each(ids, form.cleaned_data, request.user)
     _say_bulk(request, form.cleaned_data["action"], done, failed)
-    if form.cleaned_data["action"] == "scope" and done:
-        scope = {name: form.cleaned_data[name] for name in ("environments", "agents", "users")}
-        known = scope_known_values(project=access.project)
-        unknown = scope_unknown_values(known=known, **scope)
-        if unknown:
-            messages.warning(request, _unknown_saved(unknown))
+    if unknown and done:
+        messages.warning(request, _unknown_saved(unknown))
     return redirect(back)
+
+
+def _bulk_scope_refused(
+    request: AuthedRequest, form: BulkForm, *, ids: list[int], unknown: list[UnknownValue],
+    back: str,
+) -> HttpResponse:  # fmt: skip
+    """As the row editor does: not saved until the person saw the warning and chose to."""
+    context = {
+        "form": form, "ids": ids, "unknown": unknown, "back": back,
+        "unknown_signature": unknown_signature(unknown), "query": request.POST.get("query", ""),
+    }  # fmt: skip
+    return render(request, "experiences/bulk_scope_confirm.html", context, status=422)
 
 
 def _apply_to_each(

@@ -1,6 +1,8 @@
-// The trace inspector's reading aids: sticky panels placed below the measured top bar, step
-// filters and jumps (links and keys), folds that stay open across a relabel's swap. Like
-// hindsight.js it never inserts trace content as HTML: it only toggles attributes and moves focus.
+// The trace inspector's reading aids: sticky panels placed below the measured top bar, the step
+// window (a long run is drawn 50 steps at a time; htmx loads the rest as the reader scrolls,
+// moves or jumps), step filters and jumps (links and keys), folds that stay open across a
+// relabel's swap. Like hindsight.js it never inserts trace content as HTML itself: htmx swaps in
+// what the server rendered (and escaped); this file toggles attributes and moves focus.
 // The current step is the one hindsight.js marks .is-current; focusing a step makes it current.
 (function () {
   "use strict";
@@ -32,50 +34,135 @@
     window.addEventListener("resize", measureBars);
   }
 
-  // ------------------------------------------------------------------ steps
-  var FILTERS = ["", "tools", "errors", "mine"];
-  var FILTER_TEXT = { tools: "tool calls", errors: "errors", mine: "labels you set" };
+  // ------------------------------------------------------------------ the whole trajectory
+  // The page draws a window of the steps; <ol class="steps"> carries the indexes of every step
+  // each filter shows and each jump reaches (data-tools, data-errors, ...), and the versions of
+  // the machine labels (data-machine, "index:version,..."). A relabel changes one step: its new
+  // attributes update these sets (stepChanged), so counts, jumps and "Accept all" stay true.
+  var FILTERS = ["", "tools", "errors", "mine", "low", "blamed"];
+  var FILTER_TEXT = {
+    tools: "tool calls", errors: "errors", mine: "labels you set",
+    low: "machine labels of low confidence", blamed: "steps the machine blames",
+  };
+  var SETS = ["tools", "errors", "mine", "unchecked", "low", "blamed"];
+  var sets = {};
+  var machine = {}; // index -> version of the machine-labelled steps
+  var total = 0;
 
   function list() { return document.querySelector("ol.steps"); }
   function allSteps() { return Array.prototype.slice.call(document.querySelectorAll("ol.steps > li.step")); }
   function isShown(step) { return step.getClientRects().length > 0; }
   function shownSteps() { return allSteps().filter(isShown); }
   function currentStep() { return document.querySelector("ol.steps > li.step.is-current"); }
+  function stepAt(index) { return document.getElementById("step-" + index); }
+  function indexOf(step) { return parseInt(step.getAttribute("data-index"), 10); }
+  function sorted(values) { return values.sort(function (a, b) { return a - b; }); }
 
-  function matches(step, filter) {
-    if (filter === "tools") return step.getAttribute("data-kind") === "tool_call";
-    if (filter === "errors") return step.classList.contains("is-error");
-    if (filter === "mine") return step.hasAttribute("data-mine");
-    return true;
+  function readSets() {
+    var steps = list();
+    total = parseInt(steps.getAttribute("data-total") || "0", 10);
+    SETS.forEach(function (name) {
+      sets[name] = {};
+      (steps.getAttribute("data-" + name) || "").split(" ").forEach(function (value) {
+        if (value !== "") sets[name][value] = true;
+      });
+    });
+    (steps.getAttribute("data-machine") || "").split(",").forEach(function (pair) {
+      var parts = pair.split(":");
+      if (parts.length === 2) machine[parts[0]] = parts[1];
+    });
   }
 
+  function members(name) { return sorted(Object.keys(sets[name]).map(Number)); }
+  function count(filter) { return filter ? Object.keys(sets[filter]).length : total; }
+  function inFilter(filter, index) { return !filter || !!sets[filter][index]; }
+
+  // A swapped step (a relabel) says what it now is.
+  function stepChanged(step) {
+    var index = step.getAttribute("data-index");
+    var source = step.getAttribute("data-source") || "";
+    var flag = function (name, on) { if (on) sets[name][index] = true; else delete sets[name][index]; };
+    flag("unchecked", !source || /^(llm|heuristic)$/.test(source));
+    flag("mine", step.hasAttribute("data-mine"));
+    flag("low", step.hasAttribute("data-low"));
+    flag("blamed", step.hasAttribute("data-blamed"));
+    if (/^(llm|heuristic)$/.test(source)) machine[index] = step.getAttribute("data-version");
+    else delete machine[index];
+  }
+
+  // ------------------------------------------------------------------ the step window
+  // A run of consecutive steps (of the filter it was loaded with, data-loaded) with a
+  // li.steps-more before and after it when there is more: htmx loads the next run when one
+  // scrolls into view (hx-trigger="intersect once"), or when the keyboard reaches it.
+  function loadedFilter() { return list().getAttribute("data-loaded") || ""; }
+  function isWhole() { return !list().querySelector("li.steps-more") && loadedFilter() === ""; }
+
+  function windowUrl(filter, query) {
+    return list().getAttribute("data-url") + "?" + (filter ? "show=" + filter + "&" : "") + query;
+  }
+
+  // Resolves true once the li.steps-more (`which`: "before" / "after") has been replaced by the
+  // steps it stands for, false when there is none or the request failed.
+  function extend(which) {
+    var more = list().querySelector('li.steps-more[data-more="' + which + '"]');
+    if (!more) return Promise.resolve(false);
+    var link = more.querySelector("a");
+    return new Promise(function (resolve) {
+      var watcher = new MutationObserver(function () {
+        if (!more.isConnected) { stop(); resolve(true); }
+      });
+      var failed = function (event) {
+        if (event.detail.elt === link) { stop(); resolve(false); }
+      };
+      function stop() {
+        watcher.disconnect();
+        document.removeEventListener("htmx:responseError", failed);
+        document.removeEventListener("htmx:sendError", failed);
+      }
+      watcher.observe(list(), { childList: true });
+      document.addEventListener("htmx:responseError", failed);
+      document.addEventListener("htmx:sendError", failed);
+      // hx-sync="this:drop": a load already under way (it scrolled into view) is not repeated
+      htmx.trigger(link, "click");
+    });
+  }
+
+  // Draw the run of `filter`'s steps around step `at` (or its first steps) in place of the list.
+  function loadWindow(filter, at) {
+    var steps = list();
+    steps.setAttribute("aria-busy", "true");
+    var query = at === null || at === undefined ? "" : "at=" + at;
+    return htmx.ajax("GET", windowUrl(filter, query), { target: steps, swap: "innerHTML" }).then(function () {
+      steps.setAttribute("data-loaded", filter);
+      steps.removeAttribute("aria-busy");
+    }, function () { steps.removeAttribute("aria-busy"); });
+  }
+
+  // The step `index`, drawn if it was not (showing every step if the filter hides it).
+  function reach(index) {
+    var filter = list().getAttribute("data-show") || "";
+    if (!inFilter(filter, index)) { filter = ""; setFilterMarks(""); }
+    var step = stepAt(index);
+    if (step && (loadedFilter() === filter || isWhole())) return Promise.resolve(step);
+    return loadWindow(filter, index).then(function () { return stepAt(index); });
+  }
+
+  // ------------------------------------------------------------------ filters and jumps
   function say(text) {
     var status = document.querySelector(".step-status");
     if (status) status.textContent = text;
   }
 
-  function counts() {
-    var steps = allSteps();
-    var found = {};
-    FILTERS.forEach(function (filter) {
-      found[filter] = steps.filter(function (step) { return matches(step, filter); }).length;
-    });
-    return found;
-  }
-
   function showCounts() {
-    var found = counts();
     FILTERS.forEach(function (filter) {
-      var count = document.querySelector('.step-filter [data-count="' + (filter || "all") + '"]');
-      if (count) count.textContent = String(found[filter]);
+      var shown = document.querySelector('.step-filter [data-count="' + (filter || "all") + '"]');
+      if (shown) shown.textContent = String(count(filter));
     });
-    return found;
   }
 
   function describe(filter) {
     if (!filter) return "";
-    var found = counts();
-    return "Showing " + found[filter] + " of " + found[""] + " steps: " + FILTER_TEXT[filter] + ".";
+    return "Showing " + count(filter) + " of " + total + " steps: " + FILTER_TEXT[filter] + ".";
   }
 
   function focusStep(step) {
@@ -84,10 +171,9 @@
     step.scrollIntoView({ block: "nearest" });
   }
 
-  function setFilter(filter) {
-    var steps = list();
-    if (!steps || FILTERS.indexOf(filter) < 0) return;
-    steps.setAttribute("data-show", filter);
+  // The filter's marks: the attribute the CSS hides steps by, the links, the URL, the counts.
+  function setFilterMarks(filter) {
+    list().setAttribute("data-show", filter);
     document.querySelectorAll(".step-filter [data-filter]").forEach(function (link) {
       if (link.getAttribute("data-filter") === filter) link.setAttribute("aria-current", "true");
       else link.removeAttribute("aria-current");
@@ -97,6 +183,9 @@
     history.replaceState(history.state, "", url.pathname + url.search + url.hash);
     showCounts();
     say(describe(filter));
+  }
+
+  function focusAfterFilter() {
     var current = currentStep();
     if (!current || !isShown(current)) {
       var first = shownSteps()[0];
@@ -104,40 +193,58 @@
     }
   }
 
+  function setFilter(filter) {
+    if (!list() || FILTERS.indexOf(filter) < 0) return;
+    var current = currentStep();
+    setFilterMarks(filter);
+    // Every step drawn: the CSS alone filters. Else the server draws the filter's steps.
+    if (isWhole()) { focusAfterFilter(); return; }
+    var at = current && inFilter(filter, indexOf(current)) ? indexOf(current) : null;
+    loadWindow(filter, at).then(focusAfterFilter);
+  }
+
   function cycleFilter(delta) {
-    var steps = list();
-    var at = FILTERS.indexOf(steps.getAttribute("data-show") || "");
-    setFilter(FILTERS[(at + delta + FILTERS.length) % FILTERS.length]);
+    var shown = [""].concat(FILTERS.slice(1).filter(function (filter) {
+      return document.querySelector('.step-filter [data-filter="' + filter + '"]');
+    }));
+    var at = shown.indexOf(list().getAttribute("data-show") || "");
+    setFilter(shown[(at + delta + shown.length) % shown.length]);
   }
 
   var JUMPS = {
-    error: { test: function (step) { return step.classList.contains("is-error"); }, name: "error" },
-    unlabelled: { test: function (step) { return !step.getAttribute("data-source"); }, name: "unlabelled step" },
+    error: { set: "errors", name: "error" },
+    unchecked: { set: "unchecked", name: "unchecked step" },
+    low: { set: "low", name: "low-confidence label" },
   };
 
-  // The next (or previous) shown step of a kind after the current one, wrapping around once.
+  // The next (or previous) step of a kind after the current one among those the filter shows,
+  // wrapping around once; drawn first if it lies outside the window.
   function jump(kind, delta) {
     var jumpTo = JUMPS[kind];
-    var steps = shownSteps();
-    var candidates = steps.filter(jumpTo.test);
+    var filter = list().getAttribute("data-show") || "";
+    var candidates = members(jumpTo.set).filter(function (index) { return inFilter(filter, index); });
     if (!candidates.length) {
-      say("No " + jumpTo.name + (list().getAttribute("data-show") ? " among the steps shown." : " in this trajectory."));
+      say("No " + jumpTo.name + (filter ? " among the steps shown." : " in this trajectory."));
       return;
     }
-    var at = steps.indexOf(currentStep());
+    var current = currentStep();
+    var at = current ? indexOf(current) : -1;
     var target = null;
     if (delta > 0) {
-      target = candidates.filter(function (step) { return steps.indexOf(step) > at; })[0];
+      target = candidates.filter(function (index) { return index > at; })[0];
     } else {
-      var before = candidates.filter(function (step) { return at < 0 || steps.indexOf(step) < at; });
+      var before = candidates.filter(function (index) { return at < 0 || index < at; });
       target = before[before.length - 1];
     }
-    var wrapped = !target;
+    var wrapped = target === undefined;
     if (wrapped) target = delta > 0 ? candidates[0] : candidates[candidates.length - 1];
-    focusStep(target);
     var position = candidates.indexOf(target) + 1;
-    say("Step " + target.getAttribute("data-index") + ": " + jumpTo.name + " " + position + " of " +
-        candidates.length + (wrapped ? (delta > 0 ? " (from the top again)." : " (from the end again).") : "."));
+    reach(target).then(function (step) {
+      if (!step) return;
+      focusStep(step);
+      say("Step " + target + ": " + jumpTo.name + " " + position + " of " + candidates.length +
+          (wrapped ? (delta > 0 ? " (from the top again)." : " (from the end again).") : "."));
+    });
   }
 
   function toggleFolds() {
@@ -162,8 +269,10 @@
     switch (event.key) {
       case "e": jump("error", 1); break;
       case "E": jump("error", -1); break;
-      case "n": jump("unlabelled", 1); break;
-      case "N": jump("unlabelled", -1); break;
+      case "n": jump("unchecked", 1); break;
+      case "N": jump("unchecked", -1); break;
+      case "l": jump("low", 1); break;
+      case "L": jump("low", -1); break;
       case "f": cycleFilter(1); break;
       case "F": cycleFilter(-1); break;
       case "o": toggleFolds(); break;
@@ -172,10 +281,24 @@
     event.preventDefault();
   });
 
+  function stepIndexOfHash(hash) {
+    var match = /^#step-(\d+)$/.exec(hash || "");
+    return match ? parseInt(match[1], 10) : null;
+  }
+
+  // Show the step a link or the URL names: drawn first when outside the window.
+  function goTo(index, options) {
+    reach(index).then(function (step) {
+      if (!step) { say("There is no step " + index + " in this trajectory."); return; }
+      if (options && options.push) history.pushState(history.state, "", "#step-" + index);
+      focusStep(step);
+    });
+  }
+
   // Capture phase: runs before hindsight.js's click handler, so a step link to a step the filter
-  // hides shows every step first and the link's target is there to select and scroll to.
+  // hides or the window has not drawn yet shows it first, and the link's target is there to select.
   document.addEventListener("click", function (event) {
-    var filterLink = event.target.closest(".step-filter [data-filter]");
+    var filterLink = event.target.closest(".step-filter [data-filter], .queue-reason [data-filter]");
     if (filterLink) {
       event.preventDefault();
       setFilter(filterLink.getAttribute("data-filter"));
@@ -189,8 +312,13 @@
     }
     var stepLink = event.target.closest('a[href^="#step-"]');
     if (stepLink && list()) {
-      var target = document.getElementById(stepLink.getAttribute("href").slice(1));
-      if (target && !isShown(target)) setFilter("");
+      var index = stepIndexOfHash(stepLink.getAttribute("href"));
+      var target = index === null ? null : stepAt(index);
+      if (index !== null && (!target || !isShown(target))) {
+        event.preventDefault();
+        event.stopPropagation();
+        goTo(index, { push: true });
+      }
     }
   }, true);
 
@@ -206,6 +334,7 @@
     Object.keys(openFolds).forEach(function (id) {
       var step = document.getElementById(id);
       if (step) {
+        stepChanged(step);
         openFolds[id].forEach(function (state) {
           var parts = state.split(":");
           var fold = step.querySelector('details[data-fold="' + parts[0] + '"]');
@@ -231,17 +360,27 @@
   });
 
   window.addEventListener("hashchange", function () {
-    var target = document.getElementById(location.hash.slice(1));
-    if (target && target.matches("ol.steps > li.step") && !isShown(target)) setFilter("");
+    var index = stepIndexOfHash(location.hash);
+    var target = index === null ? null : stepAt(index);
+    if (index !== null && (!target || !isShown(target))) goTo(index);
   });
+
+  // For hindsight.js: j / k past the last step drawn, and what "Accept all" confirms.
+  window.hindsightSteps = {
+    extend: function (delta) { return list() ? extend(delta > 0 ? "after" : "before") : Promise.resolve(false); },
+    machine: function () {
+      return sorted(Object.keys(machine).map(Number)).map(function (index) { return [index, machine[index]]; });
+    },
+  };
 
   function start() {
     watchBars();
-    var target = location.hash && document.getElementById(location.hash.slice(1));
-    if (target && target.matches("ol.steps > li.step") && !isShown(target)) {
-      setFilter("");
-      focusStep(target);
-    }
+    if (!list()) return;
+    list().setAttribute("data-loaded", list().getAttribute("data-show") || "");
+    readSets();
+    var index = stepIndexOfHash(location.hash);
+    var target = index === null ? null : stepAt(index);
+    if (index !== null && (!target || !isShown(target))) goTo(index);
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

@@ -19,7 +19,7 @@
     return element;
   }
   var colours = { necessary: "#1f7a4d", redundant: "#5c6670", misleading: "#9a5b00", failed: "#b42318" };
-  var sourceColours = { llm: "#2563eb", heuristic: "#d29922", human: "#6d4bd1" };
+  var sourceColours = { llm: "#2563eb", heuristic: "#d29922", human: "#6d4bd1", accepted: "#9aa5b1" };
   Chart.defaults.font.size = 12;
   Chart.defaults.animation = false;
 
@@ -29,7 +29,8 @@
       labels: data.labels,
       datasets: data.sources.map(function (source) {
         var counts = data.by_source[source] || {};
-        return { label: source, backgroundColor: sourceColours[source], data: data.labels.map(function (l) { return counts[l] || 0; }) };
+        var name = (data.source_names || {})[source] || source;
+        return { label: name, backgroundColor: sourceColours[source], data: data.labels.map(function (l) { return counts[l] || 0; }) };
       })
     },
     options: { responsive: true, scales: { y: { beginAtZero: true, ticks: { precision: 0 } } } }

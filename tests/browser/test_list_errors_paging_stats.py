@@ -115,8 +115,12 @@ def test_older_and_newer_pages_with_the_keyboard_go_to_the_top_of_the_list(
 def test_stats_without_javascript_are_tables(
     browser, live_server, login, reviewer, project, make_trace, make_experience, shot  # noqa: F811
 ):  # fmt: skip
+    from traces.models import ReviewClaim, Step
+
     make_trace(project, steps=4, review=True)
     make_trace(project, steps=3, labelled="heuristic")
+    accepted = make_trace(project, steps=5)  # Ctrl+Enter's acceptances, not judgements
+    Step.objects.filter(trace=accepted).update(label_source="human", is_accepted_as_is=True)
     make_experience(project, status="approved")
     context = browser.new_context(
         java_script_enabled=False, viewport={"width": 1280, "height": 900}
@@ -127,7 +131,9 @@ def test_stats_without_javascript_are_tables(
     page.goto(live_server.url + reverse("traces:stats"))
     labels = page.get_by_role("table", name="Step labels by source")
     expect(labels).to_be_visible()
-    expect(labels.get_by_role("row", name="necessary")).to_contain_text("4")
+    expect(labels.get_by_role("columnheader", name="accepted as is")).to_be_visible()
+    cells = labels.get_by_role("row", name="necessary").get_by_role("cell")
+    expect(cells).to_have_text(["4", "3", "0", "5", "12"])  # llm, heuristic, judged, accepted
     expect(page.get_by_role("table", name="Review status")).to_contain_text("reviewed")
     expect(page.get_by_role("table", name="Traces per day (last 30 days)")).to_contain_text("2")
     expect(page.get_by_text("Loading")).to_be_hidden()
@@ -138,6 +144,21 @@ def test_stats_without_javascript_are_tables(
     expect(page.get_by_role("heading", name="Experiences and recall")).to_be_visible()
     expect(page.get_by_text("Experiences by status")).to_be_visible()
     shot(page, "lists-05-experience-stats-without-js")
+
+    # Without JavaScript, Ctrl+Enter's form ("Finish & next") asks first too.
+    page.goto(live_server.url + reverse("traces:queue"))
+    page.get_by_role("button", name="Claim the next trajectory").click()
+    page.get_by_role("button", name="Finish & next").click()
+    question = page.get_by_role("alertdialog")
+    expect(question).to_contain_text("Finish and accept the remaining 4 machine labels as is?")
+    shot(page, "lists-07-finish-asks-without-js")
+    claim = ReviewClaim.objects.get()
+    assert (
+        claim.finished_at is None
+        and not Step.objects.filter(trace_id=claim.trace_id, is_accepted_as_is=True).exists()
+    )
+    question.get_by_role("button", name="Finish & next").click()
+    expect(page.get_by_text("4 machine label(s) confirmed")).to_be_visible()
     context.close()
 
 
@@ -156,4 +177,35 @@ def test_stats_with_javascript_draw_charts_over_the_tables(
     expect(labels).to_have_count(1)
     assert labels.evaluate("t => t.closest('.figure-table').getBoundingClientRect().width") <= 1
     assert page.locator(".figure.has-chart .figure-table[tabindex]").count() == 0
+    assert errors == []
+
+
+def test_search_finds_a_run_by_an_observation_and_opens_it_at_the_step(
+    page, live_server, login, reviewer, project, make_trace, shot, console_errors  # noqa: F811
+):  # fmt: skip
+    from traces.models import Step
+
+    runs = [make_trace(project, task=f"Look at web-{n}", steps=4) for n in range(3)]
+    Step.objects.filter(trace=runs[1], index=3).update(observation="Killed process 4411 OOMKilled")
+    errors = console_errors(page)
+    login(page.context, reviewer)
+    page.goto(live_server.url + reverse("traces:list"))
+
+    page.get_by_label("Search tasks, steps and observations").focus()
+    page.keyboard.type("oomkill")  # typed: the list follows through htmx
+    expect(page.locator("#results .count")).to_have_text("1 trace matches these filters.")
+    found = page.get_by_role("link", name="found in 1 step, first step 3")
+    expect(found).to_be_visible()
+    assert axe_violations(page) == []
+    shot(page, "lists-06-search-steps")
+    found.click()
+    expect(page).to_have_url(f"{live_server.url}/traces/{runs[1].pk}/#step-3")
+    expect(page.locator("li.step.is-current")).to_have_attribute("data-index", "3")
+
+    page.go_back()
+    page.get_by_label("Search tasks, steps and observations").fill("")
+    page.get_by_label("Run id").fill(runs[2].external_id)
+    page.get_by_label("Run id").press("Enter")
+    expect(page.locator("#results .count")).to_have_text("1 trace matches these filters.")
+    expect(page.get_by_role("link", name="Look at web-2")).to_be_visible()
     assert errors == []

@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 from experiences.models import MergeProposal
 from tests.experience_pages.conftest import make_experience, make_proposal  # noqa: F401
 from tests.pages.conftest import admin_user, make_trace, reviewer  # noqa: F401 - fixtures
-from traces.models import Step
+from traces.models import Step, Trace
 from traces.services.review_claims import claim_next
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,7 +24,10 @@ def test_the_queue_reads_as_a_work_list_and_goes_with_the_keyboard(
         for n in range(23)
     ]
     Step.objects.filter(trace=traces[3], index=1).update(label_confidence=0.25)
+    Step.objects.filter(trace=traces[4], index=1).update(label_confidence=0.6)  # not under 0.6
     Step.objects.filter(trace=traces[5], index=0).update(label_source="human")
+    Trace.objects.filter(pk=traces[7].pk).update(outcome="failure")
+    Step.objects.filter(trace=traces[7], index=1).update(label="failed", label_confidence=0.7)
     held = claim_next(project=project, user=reviewer)  # rita holds the most urgent one
     errors = console_errors(page)
     login(page.context, admin_user)
@@ -42,11 +45,16 @@ def test_the_queue_reads_as_a_work_list_and_goes_with_the_keyboard(
     expect(page.locator("#guidelines-text")).to_contain_text("Label a retry as redundant.")
     expect(page.locator("#guidelines-text br")).to_have_count(1)
 
-    first_row = page.locator("table.queue-table tbody tr").first
-    expect(first_row).to_contain_text("Disagreement")
+    rows = page.locator("table.queue-table tbody tr")
+    first_row = rows.first
+    expect(first_row).to_contain_text("Failed run")
+    expect(first_row).to_contain_text("the machine blames step 1 (failed)")
     expect(first_row).to_contain_text("rita")
     expect(first_row.locator("td.claimed")).to_contain_text("UTC")
-    expect(page.locator("table.queue-table tbody tr").nth(1)).to_contain_text("Low confidence")
+    expect(rows.nth(1)).to_contain_text("Disagreement")
+    expect(rows.nth(2)).to_contain_text("Low confidence")
+    expect(rows.nth(2)).to_contain_text("1 of 3 labels under 60 % confidence (lowest 25 %)")
+    expect(rows.nth(3)).to_contain_text("the least sure 60 %")  # at the threshold: not low
     expect(page.locator("#queue-progress")).to_contain_text("23 waiting")
     shot(page, "qcm-01-queue", full_page=True)
 
@@ -57,7 +65,7 @@ def test_the_queue_reads_as_a_work_list_and_goes_with_the_keyboard(
 
     page.goto(live_server.url + "/queue/")
     page.locator("select[name=why]").focus()
-    page.keyboard.press("ArrowDown")  # "Disagreement"; the change filters through htmx
+    page.keyboard.press("ArrowDown")  # "Failed run"; the change filters through htmx
     expect(page.locator("#queue-count")).to_contain_text("1–1 of 1 matching these filters")
     page.locator("select[name=agent]").select_option("gpt-4o")
     page.locator("select[name=why]").select_option("")
@@ -66,7 +74,7 @@ def test_the_queue_reads_as_a_work_list_and_goes_with_the_keyboard(
 
     page.get_by_role("link", name=traces[0].task).click()
     expect(page).to_have_url(f"{live_server.url}/traces/{traces[0].pk}/")
-    assert held.trace_id == traces[5].pk
+    assert held.trace_id == traces[7].pk
     assert errors == []
 
 
@@ -76,7 +84,7 @@ def test_two_runs_are_compared_from_the_list_and_from_one_runs_other_runs(
     task = "Find why the web container keeps restarting"
     good = make_trace(project, task=task, outcome="success", external_id="restart-web-1")
     bad = make_trace(project, task=task, outcome="failure", external_id="restart-web-2")
-    make_trace(project, task="Something else entirely", external_id="other-1")
+    scene = make_trace(project, task="Something else entirely", external_id="other-1")
     long_text = "OOMKilled " + " ".join(f"line{n}" for n in range(120))
     Step.objects.filter(trace=good, index=1).update(observation=long_text + " exit 0")
     Step.objects.filter(trace=bad, index=1).update(
@@ -119,6 +127,12 @@ def test_two_runs_are_compared_from_the_list_and_from_one_runs_other_runs(
 
     page.goto(f"{live_server.url}/traces/compare/?a={good.pk}")
     expect(page.get_by_role("heading", name="Other runs of this task")).to_be_visible()
+    runs = page.locator("table.runs tbody tr")
+    expect(runs).to_have_count(2)  # the same task first, then the same scene
+    expect(runs.nth(0)).to_contain_text(f"#{bad.pk}")
+    expect(runs.nth(0)).to_contain_text("same task")
+    expect(runs.nth(1)).to_contain_text(f"#{scene.pk}")
+    expect(runs.nth(1)).to_contain_text("same scene: operation, docker, 100 % of the tools")
     shot(page, "qcm-05-other-runs")
     page.get_by_role("link", name=f"#{good.pk} and #{bad.pk}").click()
     expect(page.locator("table.compare")).to_be_visible()

@@ -90,7 +90,9 @@ def test_the_status_without_htmx_is_the_page(client_for, admin_user, queued):
 
 
 def test_the_status_needs_a_login_and_a_project(client, client_for, outsider, queued):
-    assert client.get(STATUS, headers=HTMX).url.startswith("/accounts/login/")
+    signed_out = client.get(STATUS, headers=HTMX)  # htmx: a 401 the page acts on
+    assert signed_out.status_code == 401
+    assert signed_out.json()["login_url"].startswith("/accounts/login/")
     body = client_for(outsider).get(STATUS, headers=HTMX).content.decode()
     assert "Rebuild queued" not in body  # the outsider's own project has no rebuild
 

@@ -588,7 +588,10 @@ def test_bulk_archive(client_for, admin_user, project, make_experience):
     assert set(Experience.objects.values_list("status", flat=True)) == {"archived"}
 
 
-def test_bulk_scope_sets_the_same_scope_on_each(client_for, admin_user, project, make_experience):
+def test_bulk_scope_sets_the_same_scope_on_each(
+    client_for, admin_user, project, make_experience, make_trace
+):  # fmt: skip
+    make_trace(project, environment=["k8s"], user="bob")  # known values: no question
     experiences = [make_experience(project) for _ in range(2)]
 
     client_for(admin_user).post(

@@ -160,20 +160,54 @@ def test_the_scope_form_without_htmx_saves_and_warns_in_a_message(
     assert experience.scope_environments == ["dokcer"]
 
 
-def test_bulk_scope_with_an_unknown_value_says_so_after_saving(
+def test_bulk_scope_with_an_unknown_value_is_refused_until_saved_anyway(
     client_for, admin_user, project, make_trace, make_experience
 ):
+    """As the row editor: `dockr` on a promoted experience is not saved silently."""
     make_trace(project, environment=["docker"], agent="ops-bot")
-    one, two = make_experience(project), make_experience(project)
-    data = {"action": "scope", "ids": [one.pk, two.pk], "environments": "k8", "agents": "ops-bot"}
+    one = make_experience(project, status="promoted", advice="Promoted advice")
+    two = make_experience(project)
+    data = {"action": "scope", "ids": [one.pk, two.pk], "environments": "dockr",
+            "agents": "ops-bot", "query": "status=promoted"}  # fmt: skip
+    client = client_for(admin_user)
 
-    response = client_for(admin_user).post("/experiences/bulk/", data, follow=True)
+    refused = client.post("/experiences/bulk/", data)
 
-    body = response.content.decode()
-    assert "2 experiences given the new scope." in body
-    assert "&#x27;k8&#x27; (environment)" in body
+    assert refused.status_code == 422
+    body = refused.content.decode()
+    assert "Scope not saved yet" in body and "did you mean <code><bdi>docker</bdi></code>?" in body
     one.refresh_from_db()
-    assert one.scope_environments == ["k8"]
+    assert one.scope_environments == []
+    signature = body.split('name="allow_unknown" value="')[1].split('"')[0]
+    assert 'href="/experiences/?status=promoted"' in body  # back to the list as it was
+
+    saved = client.post("/experiences/bulk/", {**data, "allow_unknown": signature}, follow=True)
+
+    assert "2 experiences given the new scope." in saved.content.decode()
+    one.refresh_from_db()
+    assert one.scope_environments == ["dockr"]
+
+
+def test_a_changed_unknown_value_is_asked_about_again(
+    client_for, admin_user, project, make_trace, make_experience
+):
+    make_trace(project, environment=["docker"])
+    one = make_experience(project)
+    data = {"action": "scope", "ids": [one.pk], "environments": "dockr"}
+    client = client_for(admin_user)
+    signature = (
+        client.post("/experiences/bulk/", data)
+        .content.decode()
+        .split('name="allow_unknown" value="')[1]
+        .split('"')[0]
+    )
+
+    again = client.post("/experiences/bulk/", {**data, "environments": "dokr",
+                                               "allow_unknown": signature})  # fmt: skip
+
+    assert again.status_code == 422
+    one.refresh_from_db()
+    assert one.scope_environments == []
 
 
 def test_known_scope_values_are_saved_without_a_warning(

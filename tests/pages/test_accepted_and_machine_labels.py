@@ -51,7 +51,7 @@ def overridden(project, make_trace, reviewer) -> Trace:
 def test_accepted_labels_are_left_out_of_the_agreement(client_for, reviewer, project, make_trace):
     trace = make_trace(project, steps=4, review=True)  # the machine said necessary everywhere
     client = client_for(reviewer)
-    client.post(f"/traces/{trace.pk}/accept/", {"versions": "0:1,1:1,2:1,3:1"})
+    client.post(f"/traces/{trace.pk}/accept/", {"versions": "0:1,1:1,2:1,3:1", "confirmed": "1"})
     _relabel(client, trace, 1, label="redundant", version=2)
 
     agreement = label_agreement(project=project)
@@ -65,7 +65,7 @@ def test_accepted_labels_are_left_out_of_the_agreement(client_for, reviewer, pro
 def test_only_accepted_labels_give_no_agreement_at_all(client_for, reviewer, project, make_trace):
     trace = make_trace(project, steps=3, review=True)
     client = client_for(reviewer)
-    client.post(f"/traces/{trace.pk}/accept/", {"versions": "0:1,1:1,2:1"})
+    client.post(f"/traces/{trace.pk}/accept/", {"versions": "0:1,1:1,2:1", "confirmed": "1"})
 
     page = client.get("/stats/").content.decode()
     data = json.loads(
@@ -79,7 +79,7 @@ def test_only_accepted_labels_give_no_agreement_at_all(client_for, reviewer, pro
 def test_a_relabel_of_an_accepted_step_makes_it_judged(client_for, reviewer, project, make_trace):
     trace = make_trace(project, steps=2, review=True)
     client = client_for(reviewer)
-    client.post(f"/traces/{trace.pk}/accept/", {"versions": "0:1,1:1"})
+    client.post(f"/traces/{trace.pk}/accept/", {"versions": "0:1,1:1", "confirmed": "1"})
 
     response = _relabel(client, trace, 0, label="necessary", version=2)  # the same label
 
@@ -216,3 +216,38 @@ def test_the_machine_opinion_is_escaped(client_for, reviewer, project, make_trac
     step_1 = page.split('id="step-1"')[1].split("</li>")[0]
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in step_1 and "<script>alert" not in step_1
     assert "<img src=x" not in page
+
+
+def test_without_javascript_finish_asks_first_naming_the_labels(
+    client_for, reviewer, project, make_trace
+):  # fmt: skip
+    """Ctrl+Enter's form posted without JavaScript accepted at once: now a page asks, and only
+    its button (sending `confirmed`) accepts."""
+    trace = make_trace(project, steps=3)
+    client = client_for(reviewer)
+    client.post("/queue/claim/")
+    claim = ReviewClaim.objects.get()
+
+    asked = client.post(f"/queue/{claim.pk}/finish/", {"versions": "0:1,1:1,2:1"})
+
+    body = asked.content.decode()
+    assert asked.status_code == 200 and 'role="alertdialog"' in body
+    assert "Finish and accept the remaining 3 machine labels as is?" in body
+    assert "Steps 0, 1, 2 of" in body and 'name="confirmed" value="1"' in body
+    assert f'action="/queue/{claim.pk}/finish/"' in body
+    assert not Step.objects.filter(trace=trace, is_accepted_as_is=True).exists()
+    assert ReviewClaim.objects.get().finished_at is None
+
+    done = client.post(f"/queue/{claim.pk}/finish/", {"versions": "0:1,1:1,2:1", "confirmed": "1"})
+
+    assert done.status_code == 302
+    assert Step.objects.filter(trace=trace, is_accepted_as_is=True).count() == 3
+
+
+def test_without_javascript_accept_all_asks_first(client_for, reviewer, project, make_trace):
+    trace = make_trace(project, steps=2)
+
+    asked = client_for(reviewer).post(f"/traces/{trace.pk}/accept/", {"versions": "0:1,1:1"})
+
+    assert "Accept the 2 machine labels as is?" in asked.content.decode()
+    assert not Step.objects.filter(trace=trace, is_accepted_as_is=True).exists()

@@ -84,7 +84,9 @@ def test_finishing_confirms_the_labels_and_opens_the_next(
     client.post("/queue/claim/")
     claim = ReviewClaim.objects.get()
 
-    response = client.post(f"/queue/{claim.pk}/finish/", {"versions": "0:1,1:1,2:1"})
+    response = client.post(
+        f"/queue/{claim.pk}/finish/", {"versions": "0:1,1:1,2:1", "confirmed": "1"}
+    )
 
     assert response.url == f"/traces/{second.pk}/"
     assert set(Step.objects.filter(trace=first).values_list("label_source", flat=True)) == {"human"}
@@ -100,7 +102,9 @@ def test_finishing_the_last_one_says_the_queue_is_empty(client_for, reviewer, pr
     client.post("/queue/claim/")
     claim = ReviewClaim.objects.get()
 
-    response = client.post(f"/queue/{claim.pk}/finish/", {"versions": "0:1"}, follow=True)
+    response = client.post(
+        f"/queue/{claim.pk}/finish/", {"versions": "0:1", "confirmed": "1"}, follow=True
+    )
 
     assert "the queue is empty" in response.content.decode()
     assert "Nothing waiting" in response.content.decode()
@@ -147,3 +151,49 @@ def test_the_queue_page_runs_a_constant_number_of_queries(
     for _ in range(8):
         make_trace(project, labelled="heuristic")
     assert count() == few
+
+
+def test_a_claimed_failed_run_opens_at_its_blamed_step_and_says_why(
+    client_for, reviewer, project, make_trace
+):  # fmt: skip
+    failed = make_trace(project, outcome="failure", steps=5)
+    Step.objects.filter(trace=failed, index=3).update(label="failed", label_confidence=0.4)
+    client = client_for(reviewer)
+
+    claimed = client.post("/queue/claim/")
+    page = client.get(f"/traces/{failed.pk}/").content.decode()
+
+    assert claimed["Location"] == f"/traces/{failed.pk}/#step-3"
+    reason = page.split('id="queue-reason"')[1].split("</span>")[0]
+    assert "Failed run</strong>: the machine blames step 3 (failed)" in reason
+    assert f'href="/traces/{failed.pk}/?show=blamed" data-filter="blamed"' in reason
+    assert f'href="/traces/{failed.pk}/?show=low" data-filter="low"' in reason
+
+
+def test_queue_rows_link_to_the_step_their_reason_points_at(
+    client_for, reviewer, project, make_trace
+):  # fmt: skip
+    unsure = make_trace(project, steps=4)
+    Step.objects.filter(trace=unsure, index=2).update(label_confidence=0.2)
+    plain = make_trace(project)
+
+    body = client_for(reviewer).get("/queue/").content.decode()
+
+    assert f'href="/traces/{unsure.pk}/#step-2"' in body
+    assert f'href="/traces/{plain.pk}/"' in body  # nobody looked at it: from the top
+
+
+def test_finishing_opens_the_next_at_its_step(client_for, reviewer, project, make_trace):
+    first = make_trace(project, outcome="failure")
+    Step.objects.filter(trace=first, index=0).update(label="misleading")
+    second = make_trace(project, steps=4)
+    Step.objects.filter(trace=second, index=3).update(label_confidence=0.1)
+    client = client_for(reviewer)
+    client.post("/queue/claim/")
+    claim = ReviewClaim.objects.get()
+
+    response = client.post(
+        f"/queue/{claim.pk}/finish/", {"versions": "0:1,1:1,2:1", "confirmed": "1"}
+    )
+
+    assert response["Location"] == f"/traces/{second.pk}/#step-3"

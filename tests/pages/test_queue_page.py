@@ -81,14 +81,36 @@ def test_the_why_explains_the_priority_of_each_row(client_for, reviewer, project
     Step.objects.filter(trace=unsure, index=2).update(label_confidence=0.9)
     corrected = make_trace(project)
     Step.objects.filter(trace=corrected, index=0).update(label_source="human")
+    failed = make_trace(project, outcome="failure", steps=4)
+    Step.objects.filter(trace=failed, index=1).update(label="failed", label_confidence=0.95)
+    Step.objects.filter(trace=failed, index=3).update(label="misleading", label_confidence=0.55)
+    # the heuristic's fallback confidence is exactly the threshold: not under it
+    at_threshold = make_trace(project)
+    Step.objects.filter(trace=at_threshold).update(label_confidence=0.6)
 
     body = client_for(reviewer).get("/queue/").content.decode()
 
-    assert _rows(body) == [corrected.pk, unsure.pk, plain.pk]
+    assert _rows(body) == [failed.pk, corrected.pk, unsure.pk, at_threshold.pk, plain.pk]
+    assert (
+        "the machine blames steps 1 (failed), 3 (misleading); "
+        "4 machine labels unchecked, the least sure 55 %"
+    ) in body
+    assert 'class="why-title why-failure">Failed run<' in body
     assert "a person changed 1 label; 2 machine labels unchecked" in body
     assert "1 of 3 labels under 60 % confidence (lowest 20 %)" in body
-    assert "no person has looked at it: 3 machine labels unchecked" in body
+    assert "no person has looked at it: 3 machine labels unchecked, the least sure 60 %" in body
+    assert "0 of 3 labels under" not in body
     assert "heuristic labels" not in body
+
+
+def test_the_why_filter_reaches_failed_runs(client_for, reviewer, project, make_trace):
+    make_trace(project)
+    failed = make_trace(project, outcome="partial")
+
+    body = client_for(reviewer).get("/queue/?why=failure").content.decode()
+
+    assert _rows(body) == [failed.pk]
+    assert "Partly failed run</span><small>the machine blames no step" in body
 
 
 def test_a_trace_held_by_another_reviewer_shows_who_holds_it_until_when(
@@ -125,7 +147,7 @@ def test_progress_counts_what_the_reviewer_finished_against_the_queue(
     client = client_for(reviewer)
     client.post("/queue/claim/")
     claim = ReviewClaim.objects.get()
-    client.post(f"/queue/{claim.pk}/finish/", {"versions": "0:1"})
+    client.post(f"/queue/{claim.pk}/finish/", {"versions": "0:1", "confirmed": "1"})
     other = claim_next(project=project, user=admin_user)  # someone else's work is not mine
     ReviewClaim.objects.filter(pk=other.pk).update(finished_at=timezone.now())
 

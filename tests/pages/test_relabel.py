@@ -116,7 +116,8 @@ def test_another_projects_reviewer_cannot_relabel(client_for, outsider, project,
 def test_anonymous_cannot_relabel(client, project, make_trace):
     trace = make_trace(project)
 
-    assert _relabel(client, trace).status_code == 302
+    assert _relabel(client, trace).status_code == 401  # htmx: the page asks to sign in again
+    assert _relabel(client, trace, htmx=False).status_code == 302
     assert Step.objects.get(trace=trace, index=0).label_source == "llm"
 
 
@@ -154,7 +155,9 @@ def test_accept_all_leaves_steps_changed_meanwhile(client_for, reviewer, project
     Step.objects.filter(trace=trace, index=2).update(label="failed", label_version=5)
 
     client = client_for(reviewer)
-    response = client.post(f"/traces/{trace.pk}/accept/", {"versions": "0:1,1:1,2:1"})
+    response = client.post(
+        f"/traces/{trace.pk}/accept/", {"versions": "0:1,1:1,2:1", "confirmed": "1"}
+    )
 
     assert response.status_code == 302
     assert Step.objects.get(trace=trace, index=2).label_source == "llm"
@@ -165,6 +168,8 @@ def test_accept_all_leaves_steps_changed_meanwhile(client_for, reviewer, project
 def test_accept_all_of_another_project_is_not_found(client_for, outsider, project, make_trace):
     trace = make_trace(project)
 
-    response = client_for(outsider).post(f"/traces/{trace.pk}/accept/", {"versions": "0:1"})
+    response = client_for(outsider).post(
+        f"/traces/{trace.pk}/accept/", {"versions": "0:1", "confirmed": "1"}
+    )
 
     assert response.status_code == 404

@@ -39,6 +39,9 @@ def test_stats_show_labels_by_source_and_agreement(client_for, reviewer, project
     necessary = stats["agreement"]["rows"][0]
     assert (necessary["both"], necessary["machine_only"], necessary["human_only"]) == (1, 1, 0)
     assert dict(stats["statuses"])["reviewed"] == 2
+    assert '<th scope="col">human (judged)</th><th scope="col">accepted as is</th>' in (
+        response.content.decode()
+    )
     assert sum(n for _, n in stats["per_day"]) == 2
     assert b"chart.umd.min.js" in response.content
 
@@ -83,3 +86,21 @@ def test_compare_with_another_projects_trace_is_not_found(
     response = client_for(outsider).get(f"/traces/compare/?a={mine.pk}&b={theirs.pk}")
 
     assert response.status_code == 404
+
+
+def test_labels_accepted_as_is_are_counted_apart_from_human_judgements(
+    client_for, reviewer, project, make_trace
+):  # fmt: skip
+    """Ctrl+Enter's "Finish" and "Accept all" confirm machine labels wholesale: 9 such against
+    3 judged read "human 12" before."""
+    accepted, judged = make_trace(project, steps=9), make_trace(project, steps=3)
+    Step.objects.filter(trace=accepted).update(label_source="human", is_accepted_as_is=True)
+    Step.objects.filter(trace=judged).update(label_source="human", label="redundant")
+
+    response = client_for(reviewer).get("/stats/")
+
+    by_source = _stats(response)["by_source"]
+    assert by_source == {"accepted": {"necessary": 9}, "human": {"redundant": 3}}
+    body = response.content.decode()
+    row = body.split('<span class="chip lbl-necessary">necessary</span></th>')[1].split("</tr>")[0]
+    assert row == "<td>0</td><td>0</td><td>0</td><td>9</td><td>9</td>"

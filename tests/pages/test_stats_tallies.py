@@ -21,12 +21,13 @@ def counted(project: Project) -> dict[str, dict[str, int]]:
     rows = (
         Step.objects.filter(trace__project=project)
         .exclude(label="")
-        .values_list("label_source", "label")
+        .values_list("label_source", "is_accepted_as_is", "label")
         .annotate(n=Count("pk"))
     )
     found: dict[str, dict[str, int]] = {}
-    for source, label, n in rows:
-        found.setdefault(source, {})[label] = n
+    for source, accepted, label, n in rows:  # accepted as is: apart from human judgements
+        column = "accepted" if accepted and source == "human" else source
+        found.setdefault(column, {})[label] = found.get(column, {}).get(label, 0) + n
     return found
 
 
@@ -101,7 +102,7 @@ def test_tallies_name_the_accepted_labels_apart(project, make_trace):
     trace = make_trace(project, steps=2)
     Step.objects.filter(trace=trace).update(label_source="human", is_accepted_as_is=True)
     assert tallies(project=project, prefix="label:human:") == {"necessary:accepted": 2}
-    assert project_stats(project=project)["by_source"] == {"human": {"necessary": 2}}
+    assert project_stats(project=project)["by_source"] == {"accepted": {"necessary": 2}}
 
 
 @pytest.mark.django_db(transaction=True)

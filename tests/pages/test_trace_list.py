@@ -128,7 +128,67 @@ def test_the_list_runs_a_constant_number_of_queries(client_for, reviewer, projec
     Step.objects.filter(trace__in=Trace.objects.all()[:3]).update(label_source="human")
 
     assert _queries(client, "/traces/") == few
-    assert _queries(client, "/traces/?label_source=human&q=container") == few
+    # a search adds two: its words as PostgreSQL reads them, the steps it found on the page
+    assert _queries(client, "/traces/?label_source=human&q=container") == few + 2
+    assert _queries(client, "/traces/?run=run-") == few
+
+
+def test_search_finds_words_of_steps_and_observations_and_says_where(
+    client_for, reviewer, project, make_trace
+):  # fmt: skip
+    oom = make_trace(project, task="Look at the web service")
+    Step.objects.filter(trace=oom, index=2).update(observation="Killed process 4411 OOMKilled")
+    typo = make_trace(project, task="Look at the db service")
+    Step.objects.filter(trace=typo, index=0).update(is_error=True, error_type="PermissionDenied")
+    thought = make_trace(project, task="Look at the cache")
+    Step.objects.filter(trace=thought).update(content="the memory limit is too low")
+    make_trace(project, task="Something else")
+    client = client_for(reviewer)
+
+    def found(query: str) -> list[int]:
+        body = client.get("/traces/?" + query).content.decode()
+        return [t.pk for t in (oom, typo, thought) if f'href="/traces/{t.pk}/"' in body]
+
+    assert found("q=oomkill") == [oom.pk]  # a word beginning of an observation
+    assert found("q=permissiondenied") == [typo.pk]  # an error type
+    assert found("q=memory+limit") == [thought.pk]  # every word, in a step's content
+    assert found("q=look") == [oom.pk, typo.pk, thought.pk]  # the task still counts
+    body = client.get("/traces/?q=memory").content.decode()
+    assert f'href="/traces/{thought.pk}/#step-0">found in 3 steps, first step 0</a>' in body
+    assert "found in" not in client.get("/traces/?q=cache").content.decode()  # only the task
+
+
+def test_the_run_id_finds_an_external_id_its_beginning_or_a_session(
+    client_for, reviewer, project, make_trace
+):  # fmt: skip
+    first = make_trace(project, external_id="deploy-web-attempt-1")
+    second = make_trace(project, external_id="deploy-web-attempt-2", session_id="sess-42")
+    other = make_trace(project, external_id="other-deploy-web")
+    client = client_for(reviewer)
+
+    def found(run: str) -> set[int]:
+        body = client.get("/traces/", {"run": run}).content.decode()
+        return {t.pk for t in (first, second, other) if f'href="/traces/{t.pk}/"' in body}
+
+    assert found("deploy-web-attempt-1") == {first.pk}
+    assert found("deploy-web-") == {first.pk, second.pk}
+    assert found("sess-42") == {second.pk}
+    assert found("web") == set()  # a beginning, not any part
+
+
+def test_the_step_search_reads_its_index(project, make_trace):
+    from traces.selectors.trace_list import steps_matching, task_search_query
+
+    make_trace(project)
+    query = task_search_query("oomkilled")
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_seqscan = off")  # what a large table makes the planner do
+        try:
+            plan = str(steps_matching(query).explain())
+        finally:
+            cursor.execute("RESET enable_seqscan")
+
+    assert "traces_step_search" in plan
 
 
 def test_trace_content_is_escaped_in_the_list(client_for, reviewer, project, make_trace):

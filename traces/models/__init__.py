@@ -10,6 +10,7 @@ from traces.models.trajectories import Step, Trace
 from traces.models.audit import AuditEvent
 from traces.models.reviews import Review, ReviewClaim
 from traces.models.tallies import Tally
+from traces.models.tenancy import PasswordChangeDue
 from traces.models.tools import ToolProfile
 
 # isort: on
@@ -18,6 +19,7 @@ __all__ = [
     "ApiKey",
     "AuditEvent",
     "Membership",
+    "PasswordChangeDue",
     "Project",
     "Review",
     "ReviewClaim",

@@ -43,6 +43,24 @@ class Membership(models.Model):
         return f"{self.user} ({self.role} of {self.project})"
 
 
+class PasswordChangeDue(models.Model):
+    """An account signing in with a one-time password a project admin made or reset: it must
+    choose its own before it opens anything else (hindsight_site.password_due)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True,
+        related_name="password_change_due",
+    )  # fmt: skip
+    set_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )  # fmt: skip
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.user}: password change due"
+
+
 class ApiKey(models.Model):
     class Scope(models.TextChoices):
         INGEST = "ingest"

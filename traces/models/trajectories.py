@@ -72,7 +72,8 @@ class Trace(models.Model):
     # traces.services.retention). Null: the raw text is kept.
     observations_raw_dropped_at = models.DateTimeField(null=True, blank=True)
     # Where it stands in the review queue (traces/selectors/queue.py, QueueReason), kept by a
-    # trigger on its steps (migration 0011_queue_priority); NULL: no machine label to check.
+    # trigger on its steps (migrations 0011_queue_priority, 0012_queue_rank: reason * 1000 + the
+    # lowest unchecked confidence in thousandths); NULL: no machine label to check.
     queue_priority = models.SmallIntegerField(null=True, editable=False)
     step_count = models.PositiveIntegerField(default=0)
     tool_call_count = models.PositiveIntegerField(default=0)
@@ -217,6 +218,12 @@ class Step(models.Model):
         indexes = [
             # "Traces with steps labelled by <source>" (list filter, queue): an index-only probe.
             models.Index(fields=["trace", "label_source"], name="traces_step_trace_source"),
+            # Dashboard search over the steps (traces.selectors.trace_list.STEP_SEARCH, the
+            # same expression): `to_tsvector(...) @@ query`; built concurrently (0013).
+            GinIndex(
+                SearchVector("tool", "error_type", "content", "observation", config="simple"),
+                name="traces_step_search",
+            ),
             # /stats/ agreement: the latest steps people judged one by one, newest first.
             models.Index(
                 fields=["-id"],

@@ -1,8 +1,9 @@
 """Two trajectories side by side (their steps aligned), and the other runs of a task."""
 
 import difflib
-import re
 from typing import Any
+
+from django.db.models import QuerySet
 
 from traces.models import Step, Trace
 from traces.selectors.trace_list import LIST_COLUMNS, task_search_query
@@ -39,35 +40,56 @@ def steps_aligned(a: Trace, b: Trace) -> list[dict[str, Any]]:
     return rows
 
 
-_RUN_SUFFIX_RE = re.compile(r"[-_.:/#\s]*(?:run|attempt|try|retry|take)?[-_.:#]?\d+$", re.I)
 OTHER_RUNS_SHOWN = 20
+# Candidates of the same scene read before ranking them (newest first, one index range).
+SCENE_CANDIDATES = 200
 
 
-def external_id_stem(external_id: str) -> str:
-    """The run id without its last number ("deploy-web-attempt-3" → "deploy-web"): runs of one
-    task often share it. Empty when there is no number to drop or too little is left."""
-    stem = _RUN_SUFFIX_RE.sub("", external_id)
-    return stem if stem != external_id and len(stem) >= 4 else ""
+def _same_task(trace: Trace, runs: QuerySet[Trace], limit: int) -> list[Trace]:
+    query = task_search_query(trace.task)
+    if query is None:
+        return []
+    # The search index narrows to the runs with the task's first words, the equality decides.
+    same = runs.filter(task_search=query, task=trace.task).only(*LIST_COLUMNS)
+    return list(same.order_by("-pk")[:limit])
+
+
+def _same_scene(trace: Trace, runs: QuerySet[Trace], limit: int) -> list[Trace]:
+    """Runs of the same scene (DESIGN: the features an experience is matched on): the same task
+    type and environment, sharing a tool (or both calling none); most tools in common first,
+    then a different outcome, the same intent, newest."""
+    scene = runs.filter(task_type=trace.task_type, environment=trace.environment)
+    scene = scene.filter(tools__overlap=trace.tools) if trace.tools else scene.filter(tools=[])
+    candidates = list(scene.only(*LIST_COLUMNS).order_by("-pk")[:SCENE_CANDIDATES])
+    tools = set(trace.tools)
+
+    def shared(other: Trace) -> float:
+        both = tools | set(other.tools)
+        return len(tools & set(other.tools)) / len(both) if both else 1.0
+
+    for other in candidates:
+        other.shared_tools = shared(other)  # type: ignore[attr-defined]
+    candidates.sort(
+        key=lambda t: (-t.shared_tools, t.outcome == trace.outcome, t.intent != trace.intent, -t.pk)  # type: ignore[attr-defined]
+    )
+    return candidates[:limit]
 
 
 def trace_other_runs(*, trace: Trace, limit: int = OTHER_RUNS_SHOWN) -> list[Trace]:
-    """Other trajectories of the same task in the trace's project: the same task text, or a run
-    id of the same stem. A different outcome first (where they parted is the interesting part),
-    then newest. Each carries `match`: why it is suggested."""
-    project_traces = Trace.objects.filter(project_id=trace.project_id).exclude(pk=trace.pk)
-    found: dict[int, Trace] = {}
-    query = task_search_query(trace.task)
-    if query is not None:  # the GIN index on the task narrows, the equality decides
-        same_task = project_traces.filter(task_search=query, task=trace.task)
-        for other in same_task.only(*LIST_COLUMNS).order_by("-pk")[: limit * 2]:
-            other.match = "same task"  # type: ignore[attr-defined]
-            found[other.pk] = other
-    stem = external_id_stem(trace.external_id)
-    if stem:
-        similar = project_traces.filter(external_id__startswith=stem).exclude(pk__in=list(found))
-        for other in similar.only(*LIST_COLUMNS).order_by("-pk")[: limit * 5]:
-            if external_id_stem(other.external_id) == stem:
-                other.match = "run id like this one"  # type: ignore[attr-defined]
-                found[other.pk] = other
-    ranked = sorted(found.values(), key=lambda t: (t.outcome == trace.outcome, -t.pk))
-    return ranked[:limit]
+    """Other trajectories of the same task in the trace's project: the same task text first,
+    then the same scene (task type, environment, tools). Within each, a different outcome
+    first (where they parted is the interesting part), then newest; scene runs with more tools
+    in common first. Each carries `match`: why it is suggested."""
+    runs = Trace.objects.filter(project_id=trace.project_id).exclude(pk=trace.pk)
+    same_task = _same_task(trace, runs, limit)
+    same_task.sort(key=lambda t: (t.outcome == trace.outcome, -t.pk))
+    for other in same_task:
+        other.match = "same task"  # type: ignore[attr-defined]
+    scene = _same_scene(trace, runs.exclude(pk__in=[t.pk for t in same_task]), limit)
+    for other in scene:
+        environment = ", ".join(trace.environment) or "no environment"
+        other.match = (  # type: ignore[attr-defined]
+            f"same scene: {trace.task_type}, {environment}, "
+            f"{round(100 * other.shared_tools)} % of the tools"  # type: ignore[attr-defined]
+        )
+    return (same_task + scene)[:limit]

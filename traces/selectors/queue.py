@@ -6,6 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.contrib.postgres.aggregates import ArrayAgg
 from django.db.models import Count, Exists, F, Min, OuterRef, Q, QuerySet
 from django.utils import timezone
 
@@ -21,15 +22,25 @@ from traces.selectors.trace_list import LIST_COLUMNS, capped_count
 
 
 class QueueReason:
-    """Why a trajectory waits where it does in the queue: its priority, lowest first."""
+    """Why a trajectory waits where it does in the queue, in the order a person's judgement is
+    worth most. The priority the step trigger keeps (traces migration 0012) is
+    `reason * RANK_SPAN` plus the lowest confidence of the unchecked machine labels in
+    thousandths (999 when none has one): within a reason, the least confident come first."""
 
-    DISAGREEMENT = 0  # a person changed a label the machine set: the others are doubtful too
-    LOW_CONFIDENCE = 1  # the reviewer itself was unsure of some steps
-    UNCHECKED = 2  # machine labels nobody has looked at yet
+    FAILURE = 0  # a failed or partial run: its lesson and warnings rest on the steps it blames
+    DISAGREEMENT = 1  # a person changed a label the machine set: the others are doubtful too
+    LOW_CONFIDENCE = 2  # the reviewer itself was unsure of some steps
+    UNCHECKED = 3  # machine labels nobody has looked at yet
+    RANK_SPAN = 1000
+    FAILED_OUTCOMES = (Trace.Outcome.FAILURE, Trace.Outcome.PARTIAL)
 
     # The `why` filter of /queue/ names them by these slugs.
-    SLUGS = {DISAGREEMENT: "disagreement", LOW_CONFIDENCE: "low-confidence", UNCHECKED: "unchecked"}
+    SLUGS = {
+        FAILURE: "failure", DISAGREEMENT: "disagreement", LOW_CONFIDENCE: "low-confidence",
+        UNCHECKED: "unchecked",
+    }  # fmt: skip
     TITLES = {
+        FAILURE: "Failed run",
         DISAGREEMENT: "Disagreement",
         LOW_CONFIDENCE: "Low confidence",
         UNCHECKED: "Never reviewed",
@@ -38,6 +49,21 @@ class QueueReason:
     @classmethod
     def from_slug(cls, slug: str) -> int | None:
         return next((value for value, name in cls.SLUGS.items() if name == slug), None)
+
+    @classmethod
+    def of(cls, priority: int) -> int:
+        return priority // cls.RANK_SPAN
+
+    @classmethod
+    def for_counts(cls, *, outcome: str, changed: int, lowest: float | None) -> int:
+        """The reason the trigger's SQL gives, from the same facts (what the row says)."""
+        if outcome in cls.FAILED_OUTCOMES:
+            return cls.FAILURE
+        if changed:
+            return cls.DISAGREEMENT
+        if lowest is not None and lowest < settings.HINDSIGHT_LOW_CONFIDENCE:
+            return cls.LOW_CONFIDENCE
+        return cls.UNCHECKED
 
 
 def queue_candidates(
@@ -103,27 +129,51 @@ def _percent(value: float) -> str:
     return f"{round(100 * value)} %"
 
 
-def _queue_why(trace: Trace, parts: Mapping[str, Any]) -> str:
-    """The sentence behind a row's priority, from the counts of its steps."""
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' if count != 1 else ''}"
+
+
+BLAMED_SHOWN = 4  # the blamed steps a row names; more are counted
+
+
+def _blamed_text(parts: Mapping[str, Any]) -> str:
+    blamed = list(zip(parts.get("blamed") or [], parts.get("blamed_labels") or [], strict=False))
+    if not blamed:
+        return "the machine blames no step"
+    named = ", ".join(f"{index} ({label})" for index, label in blamed[:BLAMED_SHOWN])
+    more = f" and {len(blamed) - BLAMED_SHOWN} more" if len(blamed) > BLAMED_SHOWN else ""
+    return f"the machine blames step{'s' if len(blamed) != 1 else ''} {named}{more}"
+
+
+def _queue_why(trace: Trace, reason: int, parts: Mapping[str, Any]) -> str:
+    """The sentence behind a row's place, from the current counts of its steps."""
     machine = parts.get("machine", 0)
-    unchecked = f"{machine} machine label{'s' if machine != 1 else ''} unchecked"
-    if trace.priority == QueueReason.DISAGREEMENT:  # type: ignore[attr-defined]
+    lowest = parts.get("lowest")
+    unchecked = _plural(machine, "machine label") + " unchecked"
+    least_sure = f", the least sure {_percent(lowest)}" if lowest is not None else ""
+    if reason == QueueReason.FAILURE:
+        return f"{_blamed_text(parts)}; {unchecked}{least_sure}"
+    if reason == QueueReason.DISAGREEMENT:
         changed = parts.get("changed", 0)
-        return f"a person changed {changed} label{'s' if changed != 1 else ''}; {unchecked}"
-    if trace.priority == QueueReason.LOW_CONFIDENCE:  # type: ignore[attr-defined]
+        return f"a person changed {_plural(changed, 'label')}; {unchecked}{least_sure}"
+    if reason == QueueReason.LOW_CONFIDENCE:
         threshold = _percent(settings.HINDSIGHT_LOW_CONFIDENCE)
-        lowest = parts.get("lowest")
-        lowest_text = f" (lowest {_percent(lowest)})" if lowest is not None else ""
         return (
-            f"{parts.get('low', 0)} of {machine} labels under {threshold} confidence{lowest_text}"
+            f"{parts.get('low', 0)} of {machine} labels under {threshold} confidence"
+            f" (lowest {_percent(lowest or 0)})"
         )
-    return f"no person has looked at it: {unchecked}"
+    return f"no person has looked at it: {unchecked}{least_sure}"
 
 
 def _decorate_queue_rows(traces: list[Trace]) -> None:
-    """Why, and who holds it, for a page of the queue: two queries whatever the page size."""
+    """Why, and who holds it, for a page of the queue: two queries whatever the page size.
+
+    The title and sentence come from the steps as they are now, by the trigger's own rules, so
+    a row never says what is not so (a priority left stale by a changed threshold until
+    `queue_reprioritise` runs only sorts the row late)."""
     ids = [t.pk for t in traces]
     machine = Q(label_source__in=Step.MACHINE_LABEL_SOURCES) & ~Q(label="")
+    blamed = machine & Q(label__in=[Step.Label.FAILED, Step.Label.MISLEADING])
     low = settings.HINDSIGHT_LOW_CONFIDENCE
     counts = {
         row["trace_id"]: row
@@ -136,6 +186,11 @@ def _decorate_queue_rows(traces: list[Trace]) -> None:
             changed=Count(
                 "pk", filter=Q(label_source=Step.LabelSource.HUMAN, is_accepted_as_is=False)
             ),
+            first_low=Min("index", filter=machine & Q(label_confidence__lt=low)),
+            first_error=Min("index", filter=Q(is_error=True)),
+            first_machine=Min("index", filter=machine),
+            blamed=ArrayAgg("index", filter=blamed, order_by="index", default=[]),
+            blamed_labels=ArrayAgg("label", filter=blamed, order_by="index", default=[]),
         )
         .order_by()
     }
@@ -149,9 +204,37 @@ def _decorate_queue_rows(traces: list[Trace]) -> None:
         ).select_related("user")  # fmt: skip
     }
     for trace in traces:
-        trace.why_title = QueueReason.TITLES[trace.priority]  # type: ignore[attr-defined]
-        trace.why = _queue_why(trace, counts.get(trace.pk, {}))  # type: ignore[attr-defined]
+        parts: Mapping[str, Any] = counts.get(trace.pk, {})
+        reason = QueueReason.for_counts(
+            outcome=trace.outcome, changed=parts.get("changed", 0), lowest=parts.get("lowest")
+        )
+        trace.why_slug = QueueReason.SLUGS[reason]  # type: ignore[attr-defined]
+        partial = reason == QueueReason.FAILURE and trace.outcome == Trace.Outcome.PARTIAL
+        trace.why_title = "Partly failed run" if partial else QueueReason.TITLES[reason]  # type: ignore[attr-defined]
+        trace.why = _queue_why(trace, reason, parts)  # type: ignore[attr-defined]
+        trace.look_at = _look_at(reason, parts)  # type: ignore[attr-defined]
         trace.claim = claims.get(trace.pk)  # type: ignore[attr-defined]
+
+
+def _look_at(reason: int, parts: Mapping[str, Any]) -> int | None:
+    """The step the reason points at, where the trace page opens: the first step the machine
+    blames in a failed run (else its first error), the first label of low confidence, the first
+    machine label left after a person's change; None (the top) for a run nobody looked at."""
+    if reason == QueueReason.FAILURE:
+        blamed = parts.get("blamed") or []
+        return blamed[0] if blamed else parts.get("first_error")
+    if reason == QueueReason.LOW_CONFIDENCE:
+        return parts.get("first_low")
+    if reason == QueueReason.DISAGREEMENT:
+        return parts.get("first_machine")
+    return None
+
+
+def queue_reason_of(trace: Trace) -> Trace:
+    """One trajectory with its queue row's why_title, why, why_slug and look_at (two queries):
+    what the trace page says to the reviewer the queue sent there."""
+    _decorate_queue_rows([trace])
+    return trace
 
 
 def queue_progress(*, project: Project, user: User, waiting: int, capped: bool) -> QueueProgress:
@@ -184,8 +267,11 @@ def queue_page(
         matching = matching.filter(agent=filters.agent)
     if filters.outcome:
         matching = matching.filter(outcome=filters.outcome)
-    if filters.why is not None:
-        matching = matching.filter(Q(priority=filters.why))  # an annotation
+    if filters.why is not None:  # a range of the kept priority: one range of its index
+        span = QueueReason.RANK_SPAN
+        matching = matching.filter(
+            queue_priority__gte=filters.why * span, queue_priority__lt=(filters.why + 1) * span
+        )
     page = paginate_by_rank(
         matching.only(*LIST_COLUMNS), rank="priority", descending=False, cursor=cursor, limit=limit
     )
@@ -217,3 +303,18 @@ def claim_open_for(*, user: User, project: Project | None = None) -> ReviewClaim
     if project is not None:
         claims = claims.filter(project=project)
     return claims.order_by("-pk").first()
+
+
+def claim_live_on(*, trace: Trace) -> ReviewClaim | None:
+    """The live claim on a trajectory, whoever holds it (one at most: a partial unique
+    constraint)."""
+    return (
+        ReviewClaim.objects.filter(
+            trace=trace,
+            finished_at__isnull=True,
+            released_at__isnull=True,
+            expires_at__gt=timezone.now(),
+        )  # fmt: skip
+        .select_related("user")
+        .first()
+    )

@@ -15,6 +15,14 @@ from traces.selectors.inspector import review_label
 AGREEMENT_SAMPLE = 5_000
 
 
+# The labels-by-source columns: each label source, and the machine labels accepted as is.
+ACCEPTED = "accepted"
+SOURCE_NAMES = {
+    "llm": "llm", "heuristic": "heuristic", "human": "human (judged)",
+    ACCEPTED: "accepted as is",
+}  # fmt: skip
+
+
 def tallies(*, project: Project, prefix: str, since: str = "") -> dict[str, int]:
     """The counts the triggers keep (traces/models/tallies.py) whose name starts with `prefix`
     (and sorts at or after `prefix + since`), by the name's rest."""
@@ -109,7 +117,10 @@ def project_stats(*, project: Project, days: int = 30) -> dict[str, Any]:
     first day of the window counts its whole first hour."""
     by_source: dict[str, dict[str, int]] = {}
     for name, n in tallies(project=project, prefix="label:").items():
-        source, label = name.split(":")[:2]
+        source, label, *accepted = name.split(":")
+        # a machine label a person confirmed wholesale ("Accept all", Ctrl+Enter's "Finish")
+        # is not a person's judgement: its own column, not "human"
+        source = ACCEPTED if accepted else source
         by_source.setdefault(source, {})
         by_source[source][label] = by_source[source].get(label, 0) + n
     statuses = tallies(project=project, prefix="status:")
@@ -120,7 +131,8 @@ def project_stats(*, project: Project, days: int = 30) -> dict[str, Any]:
         per_day[timezone.localtime(start).date().isoformat()] += n
     return {
         "labels": list(Step.Label.values),
-        "sources": list(Step.LabelSource.values),
+        "sources": [*Step.LabelSource.values, ACCEPTED],
+        "source_names": SOURCE_NAMES,
         "by_source": by_source,
         "statuses": [(s, statuses.get(s, 0)) for s in Trace.ReviewStatus.values],
         "per_day": sorted(per_day.items()),

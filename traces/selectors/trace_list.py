@@ -1,18 +1,21 @@
 """Lists of trajectories: the filters shared by the API and the dashboard, the dashboard's
 trace list page (keyset pages, capped counts, label sources), one trace by id."""
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.contrib.postgres.search import SearchQuery
+from django.contrib.postgres.search import SearchQuery, SearchVector
+from django.db import connection
 from django.db.models import (
+    Count,
     Exists,
     F,
     Func,
+    Min,
     OuterRef,
     Prefetch,
+    Q,
     QuerySet,
     TextField,
     Value,
@@ -45,12 +48,42 @@ class TraceFilters(QueryIn):
     is_complete: bool | None = None
 
 
+# The words of a step a search finds it by: what it did, how it failed, what it said and saw.
+# Traces migration 0013 indexes exactly this expression (GIN), so a search reads the index.
+STEP_SEARCH = SearchVector("tool", "error_type", "content", "observation", config="simple")
+
+
+SEARCH_WORDS = 10  # a search matches on its first words (a 20 KB task is no query)
+# The words PostgreSQL's parser finds in a text, in order: the same ones the indexed vectors
+# hold. A regular expression split "40.00" or "web.log" in two and then matched nothing.
+_WORDS_SQL = (
+    "SELECT coalesce(array_agg(w.lexeme ORDER BY w.positions[1]), '{}')"
+    " FROM (SELECT lexeme, positions FROM unnest(to_tsvector('simple', %s))"
+    " ORDER BY positions[1] LIMIT %s) w"
+)
+
+
+def search_words(text: str) -> list[str]:
+    """The first words of `text` as the search indexes hold them (one query)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_WORDS_SQL, [text[:2000], SEARCH_WORDS])
+        row = cursor.fetchone()
+    return list(row[0]) if row else []
+
+
+def _quoted(word: str) -> str:
+    # a tsquery operand in quotes: quotes and backslashes doubled
+    return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
 def task_search_query(text: str) -> SearchQuery | None:
-    """Every word must match, the last ones as prefixes too ("restart cont" finds "container")."""
-    words = re.findall(r"\w+", text.lower())[:10]
+    """Every word must match, each also as a prefix ("restart cont" finds "container")."""
+    words = search_words(text) if text.strip() else []
     if not words:
         return None
-    return SearchQuery(" & ".join(f"{w}:*" for w in words), config="simple", search_type="raw")
+    return SearchQuery(
+        " & ".join(f"{_quoted(w)}:*" for w in words), config="simple", search_type="raw"
+    )
 
 
 def _array_text(field: str) -> Func:
@@ -96,10 +129,26 @@ def trace_filter(
     if filters.q:
         query = task_search_query(filters.q)
         if query is not None:
-            queryset = queryset.filter(task_search=query)
+            queryset = trace_search(queryset, query, in_steps=partial)
     if filters.is_complete is not None:
         queryset = queryset.filter(completed_at__isnull=not filters.is_complete)
     return queryset
+
+
+def trace_search(
+    queryset: QuerySet[Trace], query: SearchQuery, *, in_steps: bool
+) -> QuerySet[Trace]:
+    """Traces whose task has the words, or (`in_steps`, the dashboard) one of whose steps."""
+    if not in_steps:
+        return queryset.filter(task_search=query)
+    return queryset.filter(
+        Q(task_search=query) | Q(pk__in=steps_matching(query).values("trace_id"))
+    )
+
+
+def steps_matching(query: SearchQuery) -> QuerySet[Step]:
+    """Steps whose tool, error type, content or observation has the words (the GIN index)."""
+    return Step.objects.alias(found=STEP_SEARCH).filter(found=query)
 
 
 def trace_list(
@@ -185,17 +234,51 @@ class TraceListPage:
     newer: NewerPage | None  # the way back: the page before this one, None on the first
 
 
+def trace_filter_by_run_id(queryset: QuerySet[Trace], run_id: str | None) -> QuerySet[Trace]:
+    """The dashboard's run id: an external id or its beginning ("deploy-web-" finds every
+    attempt), or the agent's session id."""
+    if not run_id:
+        return queryset
+    return queryset.filter(Q(external_id__startswith=run_id) | Q(session_id=run_id))
+
+
+def _mark_matching_steps(traces: list[Trace], query: SearchQuery | None) -> None:
+    """`matching_steps` (how many) and `first_matching_step` of each trace on a page of a
+    search: one query, through the step search index."""
+    if query is None:
+        return
+    found = {
+        trace_id: (count, first)
+        for trace_id, count, first in steps_matching(query)
+        .filter(trace_id__in=[t.pk for t in traces])
+        .values("trace_id")
+        .annotate(count=Count("pk"), first=Min("index"))
+        .values_list("trace_id", "count", "first")
+        .order_by()
+    }
+    for trace in traces:
+        count, first = found.get(trace.pk, (0, None))
+        trace.matching_steps = count  # type: ignore[attr-defined]
+        trace.first_matching_step = first  # type: ignore[attr-defined]
+
+
 def trace_list_page(
     *, project: Project, filters: TraceFilters, label_source: str | None, cursor: str | None,
-    limit: int = 50,
+    limit: int = 50, run_id: str | None = None,
 ) -> TraceListPage:  # fmt: skip
-    """One page of a project's traces for the dashboard, with the label-source markers and the
-    cursor of the page before it (among the same filtered rows)."""
-    queryset = trace_filter(Trace.objects.filter(project=project), filters, partial=True)
+    """One page of a project's traces for the dashboard, with the label-source markers, the
+    steps a search matched, and the cursor of the page before it (among the same rows)."""
+    search = task_search_query(filters.q) if filters.q else None  # once: it asks PostgreSQL
+    unsearched = filters.model_copy(update={"q": None})
+    queryset = trace_filter(Trace.objects.filter(project=project), unsearched, partial=True)
+    if search is not None:
+        queryset = trace_search(queryset, search, in_steps=True)
     queryset = trace_filter_by_label_source(queryset, label_source)
+    queryset = trace_filter_by_run_id(queryset, run_id)
     count, capped = capped_count(queryset)
     page = paginate_by_id(queryset.only(*LIST_COLUMNS), cursor=cursor, limit=limit)
     _mark_label_sources(page.items)
+    _mark_matching_steps(page.items, search)
     has_any = count > 0 or Trace.objects.filter(project=project).exists()
     return TraceListPage(
         page=page, count=count, is_count_capped=capped, has_any_trace=has_any,

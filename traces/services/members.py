@@ -1,6 +1,5 @@
 """Project members and their roles, changed by project admins; every change is audited."""
 
-import secrets
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
@@ -10,6 +9,7 @@ from django.db import IntegrityError, transaction
 
 from core.errors import Conflict, InvalidInput, NotFound
 from traces.models import Membership, Project
+from traces.services.accounts import one_time_password, password_change_due_set
 from traces.services.audit import audit_event
 
 
@@ -55,7 +55,7 @@ def member_create(
     users = get_user_model().objects
     if users.filter(username__iexact=username).exists():
         raise Conflict(f"an account named '{username}' exists already: add it as a member instead")
-    password = secrets.token_urlsafe(12)
+    password = one_time_password()
     user = users.model(username=username, email=email)
     user.set_password(password)
     try:
@@ -65,6 +65,7 @@ def member_create(
     try:
         with transaction.atomic():
             user.save()
+            password_change_due_set(user=user, actor=actor)
             membership = Membership.objects.create(project=project, user=user, role=role)
             audit_event(
                 action="member.create", object_type="membership", object_id=membership.pk,
@@ -114,3 +115,42 @@ def membership_remove(*, membership: Membership, actor: User) -> None:
             before={"user": membership.user.get_username(), "role": membership.role},
         )  # fmt: skip
         membership.delete()
+
+
+def member_password_resettable(*, membership: Membership, actor: User) -> str:
+    """Why `actor` may not reset this member's password ("" when they may): a project admin
+    resets only accounts whose every project they administer, never a staff or superuser
+    account nor their own (that one they change themselves), so a reset reaches no project the
+    admin could not open already."""
+    user = membership.user
+    if user.pk == actor.pk:
+        return "your own password you change yourself"
+    if user.is_superuser or user.is_staff:
+        return "a site administrator's password is reset in /admin/"
+    if actor.is_superuser:
+        return ""
+    administered = Membership.objects.filter(user=actor, role=Membership.Role.ADMIN).values(
+        "project_id"
+    )
+    if Membership.objects.filter(user=user).exclude(project_id__in=administered).exists():
+        return "they are also a member of a project you do not administer"
+    return ""
+
+
+def member_reset_password(*, membership: Membership, actor: User) -> NewMember:
+    """A new one-time password for a member, to hand over; they must change it at sign-in, and
+    every session they have ends (Django's session check follows the password)."""
+    refused = member_password_resettable(membership=membership, actor=actor)
+    if refused:
+        raise Conflict(f"cannot reset {membership.user.get_username()}'s password: {refused}")
+    password = one_time_password()
+    with transaction.atomic():
+        user = get_user_model().objects.select_for_update().get(pk=membership.user_id)
+        user.set_password(password)
+        user.save(update_fields=["password"])
+        password_change_due_set(user=user, actor=actor)
+        audit_event(
+            action="member.password_reset", object_type="membership", object_id=membership.pk,
+            project=membership.project, user=actor, after={"user": user.get_username()},
+        )  # fmt: skip
+    return NewMember(membership=membership, password=password)

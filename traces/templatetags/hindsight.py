@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from django import template
+from django.conf import settings
 from django.template import Context
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
@@ -295,12 +296,19 @@ def step_item_html(step: Any, *, trace: Any, csrf: str, conflict: str = "") -> s
     parts += _body(step, trace_id)
     parts.append(_form(step, trace_id, csrf))
     error = " is-error" if step.is_error else ""
-    # data-kind / is-error / data-mine: what the step filters (tool calls, errors, my changes) match
-    mine = " data-mine" if getattr(step, "is_own_change", False) else ""
+    # data-kind / is-error / data-mine / data-low / data-blamed: what the step filters (tool
+    # calls, errors, my changes, low confidence, blamed) match (traces.selectors.inspector)
+    marks = " data-mine" if getattr(step, "is_own_change", False) else ""
+    if step.label and step.label_source in Step.MACHINE_LABEL_SOURCES:
+        confidence = step.label_confidence
+        if confidence is not None and confidence < settings.HINDSIGHT_LOW_CONFIDENCE:
+            marks += " data-low"
+        if step.label in (Step.Label.FAILED, Step.Label.MISLEADING):
+            marks += " data-blamed"
     return (
         f'<li class="step{error}" id="step-{step.index}" data-index="{step.index}" '
         f'data-source="{_e(step.label_source if step.label else "")}" '
-        f'data-version="{step.label_version}" data-kind="{_e(step.kind)}"{mine} tabindex="-1" '
+        f'data-version="{step.label_version}" data-kind="{_e(step.kind)}"{marks} tabindex="-1" '
         f'aria-label="Step {step.index}">' + "\n".join(parts) + "</li>"
     )
 

@@ -1,4 +1,5 @@
-"""Project settings (admins): members and their roles, API keys."""
+"""Project settings (admins): members and their roles, their passwords reset, API keys, new
+projects."""
 
 from typing import Any
 
@@ -9,16 +10,30 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from core.errors import DomainError
 from core.http import AuthedRequest
-from traces.forms import ApiKeyForm, MemberAddForm, MemberCreateForm, MemberRoleForm
+from traces.forms import (
+    ApiKeyForm,
+    MemberAddForm,
+    MemberCreateForm,
+    MemberRoleForm,
+    ProjectCreateForm,
+)
 from traces.models import ApiKey, Membership
 from traces.selectors.access import ProjectAccess, api_key_list, member_list
-from traces.services import api_keys, members
-from traces.views.common import project_page
+from traces.services import accounts, api_keys, members
+from traces.views.common import SESSION_PROJECT, project_page
 
 
-def _settings_context(access: ProjectAccess, **extra: Any) -> dict[str, Any]:
+def _settings_context(
+    request: AuthedRequest, access: ProjectAccess, **extra: Any
+) -> dict[str, Any]:
+    listed = member_list(project=access.project)
+    for membership in listed:  # why a reset is refused, "" when it is not: the button or why
+        membership.reset_refused = members.member_password_resettable(  # type: ignore[attr-defined]
+            membership=membership, actor=request.user
+        )
     return {
-        "members": member_list(project=access.project),
+        "members": listed,
+        "project_form": extra.pop("project_form", None) or ProjectCreateForm(),
         "keys": api_key_list(project=access.project),
         "key_form": extra.pop("key_form", None) or ApiKeyForm(),
         "member_form": extra.pop("member_form", None) or MemberAddForm(),
@@ -31,7 +46,7 @@ def _settings_context(access: ProjectAccess, **extra: Any) -> dict[str, Any]:
 @require_GET
 @project_page(admin=True)
 def project_settings(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
-    return render(request, "traces/settings.html", _settings_context(access))
+    return render(request, "traces/settings.html", _settings_context(request, access))
 
 
 @require_POST
@@ -39,13 +54,17 @@ def project_settings(request: AuthedRequest, access: ProjectAccess) -> HttpRespo
 def api_key_create(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     form = ApiKeyForm(request.POST)
     if not form.is_valid():
-        return render(request, "traces/settings.html", _settings_context(access, key_form=form))
+        return render(
+            request, "traces/settings.html", _settings_context(request, access, key_form=form)
+        )
     new = api_keys.api_key_create(
         project=access.project, scopes=form.cleaned_data["scopes"],
         name=form.cleaned_data["name"], user=request.user,
     )  # fmt: skip
     # No redirect here on purpose: the key is never stored, so only this response can show it.
-    response = render(request, "traces/settings.html", _settings_context(access, new_key=new))
+    response = render(
+        request, "traces/settings.html", _settings_context(request, access, new_key=new)
+    )
     response.headers["Cache-Control"] = "no-store"
     return response
 
@@ -60,7 +79,7 @@ def api_key_revoke(request: AuthedRequest, access: ProjectAccess, key_id: int) -
     if request.method == "GET":
         if key.revoked_at is not None:
             return redirect("traces:settings")
-        context = _settings_context(access, confirm_revoke=key)
+        context = _settings_context(request, access, confirm_revoke=key)
         return render(request, "traces/settings.html", context)
     api_keys.api_key_revoke(key=key, user=request.user)
     messages.success(request, f"Key {key.prefix}… revoked.")
@@ -96,11 +115,11 @@ def member_create(request: AuthedRequest, access: ProjectAccess) -> HttpResponse
         else:
             # No redirect on purpose: the password is not kept, only this response shows it.
             response = render(
-                request, "traces/settings.html", _settings_context(access, new_member=new)
+                request, "traces/settings.html", _settings_context(request, access, new_member=new)
             )
             response.headers["Cache-Control"] = "no-store"
             return response
-    context = _settings_context(access, create_form=form)
+    context = _settings_context(request, access, create_form=form)
     return render(request, "traces/settings.html", context, status=422)
 
 
@@ -138,7 +157,7 @@ def member_remove(
     """GET asks first (what the person loses, and a button to go on); POST removes."""
     membership = _get_membership(access, membership_id)
     if request.method == "GET":
-        context = _settings_context(access, confirm_remove=membership)
+        context = _settings_context(request, access, confirm_remove=membership)
         return render(request, "traces/settings.html", context)
     try:
         members.membership_remove(membership=membership, actor=request.user)
@@ -147,3 +166,46 @@ def member_remove(
     else:
         messages.success(request, f"{membership.user.get_username()} removed from the project.")
     return redirect("traces:settings")
+
+
+@require_http_methods(["GET", "POST"])
+@project_page(admin=True)
+def member_password_reset(
+    request: AuthedRequest, access: ProjectAccess, membership_id: int
+) -> HttpResponse:
+    """GET asks first (what the member's sign-in becomes); POST makes a one-time password,
+    shown once on this answer (never kept, no redirect), which they must change at sign-in."""
+    membership = _get_membership(access, membership_id)
+    if request.method == "GET":
+        context = _settings_context(request, access, confirm_reset=membership)
+        return render(request, "traces/settings.html", context)
+    try:
+        new = members.member_reset_password(membership=membership, actor=request.user)
+    except DomainError as failure:
+        messages.error(request, failure.detail)
+        return redirect("traces:settings")
+    context = _settings_context(request, access, reset_member=new)
+    response = render(request, "traces/settings.html", context)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@require_POST
+@project_page(admin=True)
+def project_create(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
+    """A new project, with its creator as admin; it becomes the current project."""
+    form = ProjectCreateForm(request.POST)
+    if form.is_valid():
+        try:
+            project = accounts.project_create(name=form.cleaned_data["name"], actor=request.user)
+        except DomainError as failure:
+            form.add_error("name", failure.detail)
+        else:
+            request.session[SESSION_PROJECT] = project.pk
+            messages.success(
+                request, f"Project {project.name} created, with you as its admin: make its "
+                "API key below, and add its members.",
+            )  # fmt: skip
+            return redirect("traces:settings")
+    context = _settings_context(request, access, project_form=form)
+    return render(request, "traces/settings.html", context, status=422)

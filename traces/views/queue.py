@@ -16,7 +16,13 @@ from traces.forms import ListFilterForm
 from traces.models import ReviewClaim, Trace
 from traces.selectors.access import ProjectAccess
 from traces.selectors.inspector import parse_label_versions
-from traces.selectors.queue import QueueFilters, QueueReason, claim_open_for, queue_page
+from traces.selectors.queue import (
+    QueueFilters,
+    QueueReason,
+    claim_open_for,
+    queue_page,
+    queue_reason_of,
+)
 from traces.services import review_claims
 from traces.views.common import (
     dashboard_for,
@@ -24,7 +30,7 @@ from traces.views.common import (
     query_without_cursor,
     render_page_or_partial,
 )
-from traces.views.inspector import _say_accepted
+from traces.views.inspector import _say_accepted, accept_asked_first
 
 PAGE_SIZE = 20
 
@@ -101,7 +107,14 @@ def queue_claim(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     if claim is None:
         messages.success(request, "The queue is empty: nothing needs a person right now.")
         return redirect("traces:queue")
-    return redirect("traces:detail", trace_id=claim.trace_id)
+    return redirect(_claimed_url(claim))
+
+
+def _claimed_url(claim: ReviewClaim) -> str:
+    """The claimed trajectory's page, at the step its queue reason points at."""
+    look_at = queue_reason_of(claim.trace).look_at  # type: ignore[attr-defined]
+    url = reverse("traces:detail", args=[claim.trace_id])
+    return url if look_at is None else f"{url}#step-{look_at}"
 
 
 def _get_claim_for_user(request: AuthedRequest, claim_id: int) -> ReviewClaim:
@@ -122,6 +135,9 @@ def _get_claim_for_user(request: AuthedRequest, claim_id: int) -> ReviewClaim:
 def queue_finish(request: AuthedRequest, claim_id: int) -> HttpResponse:
     claim = _get_claim_for_user(request, claim_id)
     seen = parse_label_versions(request.POST.get("versions", ""))
+    asking = accept_asked_first(request, trace=claim.trace, seen=seen, finishing=True)
+    if asking is not None:
+        return asking
     url = reverse("traces:queue")
     try:
         result = review_claims.claim_finish(claim=claim, user=request.user, seen_versions=seen)
@@ -133,7 +149,7 @@ def queue_finish(request: AuthedRequest, claim_id: int) -> HttpResponse:
         if following is None:
             messages.success(request, "That was the last one: the queue is empty.")
         else:
-            url = reverse("traces:detail", args=[following.trace_id])
+            url = _claimed_url(following)
     # htmx posts it after its confirmation (the Ctrl+Enter path): navigate the whole page.
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 

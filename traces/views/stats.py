@@ -13,7 +13,8 @@ from traces.views.common import project_page
 def stats(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     """The figures as tables (readable without JavaScript); static/js/stats.js draws charts."""
     stats = project_stats(project=access.project)
-    context = {"stats": stats, "label_rows": _label_rows(stats)}
+    names = [stats["source_names"][source] for source in stats["sources"]]
+    context = {"stats": stats, "label_rows": _label_rows(stats), "source_names": names}
     return render(request, "traces/stats.html", context)
 
 

@@ -30,6 +30,7 @@ def trace_list(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
         label_source=label_source,
         cursor=cursor,
         limit=PAGE_SIZE,
+        run_id=form.selected_run_id(),
     )
     context = {
         "form": form,

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('traces', '0011_queue_priority'),
+        ('traces', '0014_password_change_due'),
     ]
 
     operations = [

@@ -1,0 +1,72 @@
+"""Accounts in the dashboard: a one-time password (made or reset by a project admin) that must
+be changed before anything else, changing one's password, and new projects.
+
+The "must change" mark is a `PasswordChangeDue` row; at sign-in it is copied into the session
+(`SESSION_PASSWORD_DUE`), so the middleware that enforces it (hindsight_site.password_due)
+reads no table on any other request.
+"""
+
+import secrets
+
+from django.contrib.auth.models import User
+from django.contrib.auth.signals import user_logged_in
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.dispatch import receiver
+from django.http import HttpRequest
+
+from core.errors import Conflict, InvalidInput
+from traces.models import Membership, PasswordChangeDue, Project
+from traces.services.audit import audit_event
+
+SESSION_PASSWORD_DUE = "hindsight_password_change_due"
+
+
+def one_time_password() -> str:
+    return secrets.token_urlsafe(12)
+
+
+def password_change_due_set(*, user: User, actor: User) -> None:
+    PasswordChangeDue.objects.update_or_create(user=user, defaults={"set_by": actor})
+
+
+def password_changed(*, request: HttpRequest, user: User) -> None:
+    """The user chose their own password: nothing is due any more."""
+    deleted, _ = PasswordChangeDue.objects.filter(user=user).delete()
+    request.session.pop(SESSION_PASSWORD_DUE, None)
+    audit_event(
+        action="account.password_change", object_type="user", object_id=user.pk, user=user,
+        after={"was_one_time": bool(deleted)},
+    )  # fmt: skip
+
+
+@receiver(user_logged_in, dispatch_uid="hindsight-password-change-due")
+def _copy_the_mark_into_the_session(sender, request, user, **kwargs) -> None:  # noqa: ANN001
+    if request is None or not hasattr(request, "session"):
+        return
+    if PasswordChangeDue.objects.filter(user=user).exists():
+        request.session[SESSION_PASSWORD_DUE] = True
+    else:
+        request.session.pop(SESSION_PASSWORD_DUE, None)
+
+
+def project_create(*, name: str, actor: User) -> Project:
+    """A new project with `actor` as its first admin."""
+    project = Project(name=name.strip())
+    try:
+        project.full_clean()
+    except ValidationError as failure:
+        if "name" in failure.message_dict and Project.objects.filter(name=project.name).exists():
+            raise Conflict(f"a project named '{project.name}' exists already") from None
+        raise InvalidInput("; ".join(failure.messages)) from None
+    try:
+        with transaction.atomic():
+            project.save()
+            Membership.objects.create(project=project, user=actor, role=Membership.Role.ADMIN)
+            audit_event(
+                action="project.create", object_type="project", object_id=project.pk,
+                project=project, user=actor, after={"name": project.name},
+            )  # fmt: skip
+    except IntegrityError:  # the same name, created between the check and the insert
+        raise Conflict(f"a project named '{project.name}' exists already") from None
+    return project
