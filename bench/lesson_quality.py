@@ -22,7 +22,7 @@ Per dataset (the figures of issue 23):
   its gold actions; HotpotQA: Finish is always needed);
 * `wrong_write_warned` — probes whose task failed in the history through a wrong write (a write
   the gold does not have, by name and arguments): the share where one of the first three items
-  warns of that write ("do not" / "avoid" naming its tool);
+  warns of that write ("do not" / "avoid" naming its tool, or "… before you <tool>");
 * `block_chars_median` — the prompt block's length at the median.
 """
 
@@ -138,6 +138,16 @@ def forbidden_calls(advice: str, tools: set[str]) -> list[tuple[str, str, str]]:
             after = clause.split(tool, 1)[1]
             found.append((tool, after, clause))
     return found
+
+
+_CHECK_BEFORE = re.compile(r"\bbefore you ([\w.-]+)", re.I)
+
+
+def warned_tools(advice: str, tools: set[str]) -> set[str]:
+    """The tools an item warns of: forbidden ("do not X …") or to be checked first ("check it
+    … before you X")."""
+    found = {tool for tool, _, _ in forbidden_calls(advice, tools)}
+    return found | {t for t in _CHECK_BEFORE.findall(advice) if t in tools}
 
 
 def lesson_figures(

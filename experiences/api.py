@@ -83,6 +83,7 @@ def post_recall(request: HttpRequest, payload: RecallIn):
                 "support": item.experience.support_count,
                 "same_instance": item.case.same_instance,
                 "replay": item.case.replay,
+                "sources": list(item.case.sources),
                 "status": item.experience.status,
                 "score": item.score,
                 "score_parts": item.score_parts,

@@ -183,6 +183,7 @@ class RecallItemOut(Schema):
     # then `replay` is that run with its literal values, and the prompt block serves it.
     same_instance: bool
     replay: str
+    sources: list[str]  # external ids of the (first five) runs it came from
     status: str
     score: float
     score_parts: dict[str, float]

@@ -95,7 +95,7 @@ def run_calls(
 ) -> list[dict[str, Any]]:
     """Every call of the run as a placeholder pattern, with its effect, whether it failed and
     whether it was necessary: what a family's workflow and insights are induced from."""
-    sources = Sources.of(trace.task, steps)
+    sources = Sources.of(trace.task, steps, trace)
     calls = []
     for step in steps:
         if step.kind != "tool_call" or is_aside(step):

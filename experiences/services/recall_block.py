@@ -24,6 +24,7 @@ from traces.review.heuristic.values import key_values
 from traces.review.scene import cut_at_word
 
 LINE_CHARS = 180  # one item of the block: five fit in ~1,000 characters
+SOURCES_SHOWN = 5  # source runs named per item
 _HEADER = "Experience from earlier runs (hindsight); check it fits this task:"
 
 
@@ -33,6 +34,7 @@ class Case:
 
     same_instance: bool = False
     replay: str = ""
+    sources: tuple[str, ...] = ()  # external ids of the runs it came from (the first few)
 
 
 def _identifiers(text: str) -> set[str]:
@@ -45,20 +47,26 @@ def same_case_of(items, query_task: str) -> dict[int, Case]:
         return {}
     ids = [item.experience.id for item in items]
     with connections[router.db_for_read(Experience, replica=True)].cursor() as cursor:
+        # Each item's request and replay, and the external ids of its first source runs.
         cursor.execute(
-            "SELECT id, request, summary, replay FROM experiences_experience WHERE id = ANY(%s)",
-            [ids],
+            "SELECT e.id, e.request, e.summary, e.replay, ARRAY(SELECT t.external_id FROM "
+            "experiences_experiencesource s JOIN traces_trace t ON t.id = s.trace_id WHERE "
+            "s.experience_id = e.id ORDER BY s.id LIMIT %s) FROM experiences_experience e "
+            "WHERE e.id = ANY(%s)",
+            [SOURCES_SHOWN, ids],
         )
         rows = {row[0]: row[1:] for row in cursor.fetchall()}
     asked = _identifiers(query_task)
     threshold = settings.HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY
     cases = {}
     for item in items:
-        request, summary, replay = rows.get(item.experience.id, ("", "", ""))
+        request, summary, replay, sources = rows.get(item.experience.id, ("", "", "", []))
         named = bool(asked & _identifiers(request or summary))
         near = item.score_parts.get("similarity", 0.0) >= threshold
         same = bool(replay) and item.experience.kind == "episode" and (named or near)
-        cases[item.experience.id] = Case(same_instance=same, replay=replay if same else "")
+        cases[item.experience.id] = Case(
+            same_instance=same, replay=replay if same else "", sources=tuple(sources)
+        )
     return cases
 
 

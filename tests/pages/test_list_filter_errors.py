@@ -180,9 +180,10 @@ def test_stats_show_every_figure_as_a_table(client_for, reviewer, project, make_
 
     labels = body.split('aria-labelledby="labels-h">')[2].split("</table>")[0]
     assert '<th scope="col">heuristic</th>' in labels
-    # necessary: llm 2, heuristic 4, human 0, all 6
+    # necessary: llm 2, heuristic 4, human 0, accepted as is 0, all 6
     assert re.search(
-        r"lbl-necessary\">necessary</span></th><td>2</td><td>4</td><td>0</td><td>6</td>", labels
+        r"lbl-necessary\">necessary</span></th><td>2</td><td>4</td><td>0</td><td>0</td><td>6</td>",
+        labels,
     )
     status = body.split('aria-labelledby="status-h">')[2].split("</table>")[0]
     assert '<th scope="row">reviewed</th><td>2</td>' in status

@@ -101,6 +101,8 @@ def test_behaviour_across_runs_comes_before_the_name():
     commits = Behaviour(calls=30, fed_calls=25, runs=10, final_in_runs=9, final_in_successes=8)
     assert tool_effect("click", behaviour=reads).read_only is True
     assert tool_effect("click", behaviour=commits).read_only is False
+    # A look-up that often ends a run (the answer was in what it read) still reads.
+    assert tool_effect("read_file", behaviour=commits).read_only is True
     few = Behaviour(calls=3, fed_calls=3, runs=1, final_in_runs=0, final_in_successes=0)
     assert tool_effect("click", behaviour=few).basis == "unknown"
 
@@ -233,5 +235,9 @@ def test_an_llm_lesson_forbidding_a_used_look_up_is_replaced_by_the_rules():
         "blames the read-only step 2",
     ]
     checked = lesson_checked(llm, request)
-    assert checked.experience.startswith(f"When you use {WRITE}: do not {WRITE}")
+    # The change the run ended on is to be checked, not forbidden (the next task may need it).
+    assert checked.experience.startswith(f"When you use {WRITE}: {WRITE} <reservation_id")
+    assert checked.experience.endswith(
+        f"check it against every part of the request before you {WRITE}."
+    )
     assert checked.blamed_step == 3 and checked.replay

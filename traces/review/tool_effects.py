@@ -13,7 +13,8 @@ that says, in this order:
 3. **behaviour** — across the project's reviewed runs (ToolProfile, at least
    BEHAVIOUR_MIN_CALLS calls in BEHAVIOUR_MIN_RUNS runs): a tool whose results fed a later step
    in at least half of its calls and that never ended a successful run reads; one that ended at
-   least half the runs it was in commits — and when COMMIT_SHARE of those runs ended on the same
+   least half the runs it was in commits (unless its name says it reads: a look-up often ends a
+   run) — and when COMMIT_SHARE of those runs ended on the same
    arguments (`click "Buy Now"`), it commits with those only: its other calls navigate (read);
 4. **name** — the verb of the tool's name (`get_user_details`, `Search`, `kubectl_logs` read;
    `book_reservation`, `docker_restart`, `Finish` change or commit), as a last resort.
@@ -146,7 +147,9 @@ def tool_effect(
                 "and it never ended a successful run"
             )
             return ToolEffect(tool, True, "behaviour", evidence)
-        if behaved is False:
+        if behaved is False and verb_effect(tool) is not True:
+            # A look-up often ends a run (the answer was in what it read): ending runs says
+            # "commits" only for a tool whose name does not say it reads.
             evidence = f"it ended {behaviour.final_in_runs} of the {behaviour.runs} runs it was in"
             commit = behaviour.commit_arguments()
             if commit:

@@ -19,6 +19,10 @@ class RecallItem:
     polarity: str
     path: list[Any]
     raw: dict[str, Any] = field(repr=False)
+    kind: str = "episode"  # episode (one run), workflow or insight (a task family's)
+    same_instance: bool = False  # the very same case: `replay` holds that run's literal values
+    replay: str = ""
+    sources: list[str] = field(default_factory=list)  # external ids of the runs it came from
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RecallItem:
@@ -31,6 +35,10 @@ class RecallItem:
             polarity=data.get("polarity", ""),
             path=list(data.get("path") or []),
             raw=data,
+            kind=data.get("kind") or "episode",
+            same_instance=bool(data.get("same_instance")),
+            replay=data.get("replay") or "",
+            sources=list(data.get("sources") or []),
         )
 
 

@@ -9,6 +9,13 @@ export interface RecallItem {
   scoreParts: Record<string, number>;
   environmentMatch: boolean | null;
   path: unknown[];
+  /** episode (one run), workflow or insight (a task family's). */
+  kind: string;
+  /** The very same case as the query: `replay` holds that run with its literal values. */
+  sameInstance: boolean;
+  replay: string;
+  /** External ids of the runs it came from (the first few). */
+  sources: string[];
   raw: Record<string, any>;
 }
 
@@ -42,6 +49,10 @@ export function recallFromJson(data: Record<string, any>): Recall {
       scoreParts: item.score_parts ?? {},
       environmentMatch: item.environment_match ?? null,
       path: item.path ?? [],
+      kind: item.kind ?? "episode",
+      sameInstance: Boolean(item.same_instance),
+      replay: item.replay ?? "",
+      sources: item.sources ?? [],
       raw: item,
     })),
     promptBlock: data.prompt_block ?? "",

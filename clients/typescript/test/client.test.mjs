@@ -126,7 +126,9 @@ test("a recorded run is reviewed, recalled, and its failures warn", async () => 
     const recall = await client.recall("Why does the certificate renewal fail?", { environment: ["bare-metal"], includeCandidates: true });
     return recall.items.length ? recall.items : null;
   });
-  assert.ok(items.some((item) => item.advice.includes("shop.example.conf")), JSON.stringify(items));
+  // Its experience comes back: the run is its source, its advice is about the reads.
+  const learned = items.find((item) => item.sources.includes(trace.external_id));
+  assert.ok(learned && learned.advice.includes("read_file"), JSON.stringify(items));
   const warnings = await client.checkToolCall("read_file", { path: "/etc/letsencrypt/cli.ini" });
   assert.ok(warnings.some((w) => w.message.includes("read_file")), JSON.stringify(warnings));
 });

@@ -144,11 +144,15 @@ export async function runTwice(assert, { page, agent, task, turns, client, check
   await runSnippet(page);
   const [first] = await reviewedTracesOf(agent, 1);
   check(first);
+  // The first run's experience: its source is that run (the advice names no task). The prompt
+  // block cuts each line, so its first 60 characters are what the next run must be given.
+  const fromFirst = (item) => item.sources.includes(first.external_id);
   const items = await waitUntil(async () => {
     const recall = await client.recall(task, { environment: ["bare-metal"], includeCandidates: true });
-    return recall.items.find((item) => item.advice.includes(task)) ? recall.items : null;
+    return recall.items.find(fromFirst) ? recall.items : null;
   });
-  const advice = items.find((item) => item.advice.includes(task)).advice;
+  const found = items.find(fromFirst);
+  const advice = (found.replay || found.advice).slice(0, 60);
   const before = (await chatRequests(task)).length;
   await runSnippet(page);
   const second = (await chatRequests(task)).slice(before);

@@ -40,6 +40,7 @@ EVIDENCE = (
     "the run ended on it",
 )
 REFUSED = EVIDENCE[1]
+CHANGED = EVIDENCE[2]
 QUOTE_CHARS = 80
 
 
@@ -69,7 +70,8 @@ _IDENTIFIER = re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{4,}\b")
 def _quote(text: str) -> str:
     """The first sentence, its identifiers left out ("no seats on flight HAT290" reads "no
     seats on flight …"): they belong to that one case."""
-    return f'"{_IDENTIFIER.sub("…", first_sentence(text, QUOTE_CHARS))}"'
+    quoted = _IDENTIFIER.sub("…", first_sentence(text, QUOTE_CHARS)).replace('"', "'")
+    return f'"{quoted}"'
 
 
 def errored(step: StepView) -> bool:

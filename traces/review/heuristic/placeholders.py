@@ -6,8 +6,9 @@ profile, reads `get_reservation_details <reservation_id from get_user_details>`;
 user gave reads `<user_id from the request>`; a search whose words are mostly the request's
 reads `<query in the request's words>`; a text the agent wrote itself (a summary, a message)
 reads `<summary written for the case>`. A short value from none of these (a control like
-"Buy Now" that most results offer, a keyword the agent chose) stays literal: it is the same
-next time. The literal form (`literal_call`) is kept for the exact replay of the same case.
+"Buy Now" that the project's runs all commit with, a keyword the agent chose) stays literal: it
+is the same next time. The literal form (`literal_call`) is kept for the exact replay of the
+same case.
 """
 
 import re
@@ -17,7 +18,7 @@ from typing import Any
 
 from traces.review.heuristic.values import content_words
 from traces.review.scene import argument_summary
-from traces.review.types import StepView
+from traces.review.types import StepView, TraceView
 
 PATTERN_CHARS = 90  # one call
 LITERAL_CHARS = 40  # longer text the agent wrote itself is a placeholder too
@@ -39,29 +40,40 @@ class Sources:
 
     request: str  # every user turn and the task, lower-cased
     outputs: Sequence[tuple[int, str, str]]  # (index, tool, lower-cased result), in order
+    # Values the project's runs showed to be the same every time (the arguments a tool commits
+    # with across runs, tool_effects' commit_arguments), lower-cased.
+    constants: frozenset[str] = frozenset()
 
     @classmethod
-    def of(cls, task: str, steps: Sequence[StepView]) -> "Sources":
+    def of(cls, task: str, steps: Sequence[StepView], trace: TraceView | None = None) -> "Sources":
         users = [task, *(s.content for s in steps if s.kind == "user_input")]
         outputs = [
             (s.index, s.tool, (s.observation_raw or s.observation)[:_SCAN].lower())
             for s in steps
             if s.kind == "tool_call"
         ]
-        return cls(request="\n".join(users).lower(), outputs=outputs)
+        constants = frozenset(
+            e.commit_arguments.strip('"').lower()
+            for e in (trace.tool_effects.values() if trace is not None else ())
+            if e.commit_arguments
+        )
+        return cls(request="\n".join(users).lower(), outputs=outputs, constants=constants)
 
     def origin(self, value: str, before: int) -> str | None:
-        """'the request', a tool's name (its result held it), CONSTANT (a control most results
-        offer), or None (from nowhere the run shows)."""
+        """'the request', a tool's name (its result held it), CONSTANT (a value the project's
+        runs all commit with), or None (from nowhere the run shows)."""
         lower = " ".join(value.split()).lower()
         if len(lower) < _WHOLE_VALUE_MIN:
             return None
+        if lower in self.constants:
+            return CONSTANT
         if _in_text(lower, self.request):
             return "the request"
-        earlier = [(tool, output) for index, tool, output in self.outputs if index < before]
-        holding = [tool for tool, output in earlier if _in_text(lower, output)]
-        if len(holding) >= 2 and len(holding) * 2 >= len(earlier) and not _IDENTIFIER.match(value):
-            return CONSTANT  # offered by most results (a "Buy Now" button): a control
+        holding = [
+            tool
+            for index, tool, output in self.outputs
+            if index < before and _in_text(lower, output)
+        ]
         if holding:
             return holding[-1]
         words = content_words(lower)
@@ -98,7 +110,9 @@ def _placeholder(key: str, origin: str) -> str:
     return f"<{key} from {origin}>"
 
 
-def argument_pattern(key: str, value: Any, sources: Sources, before: int) -> str:
+def argument_pattern(
+    key: str, value: Any, sources: Sources, before: int, *, final: bool = False
+) -> str:
     """One argument as a placeholder by its origin, or as itself (short) when it has none."""
     leaves = _leaves(value)
     if isinstance(value, dict | list):
@@ -117,24 +131,29 @@ def argument_pattern(key: str, value: Any, sources: Sources, before: int) -> str
         return _placeholder(key, origin)
     if len(leaves[0]) > LITERAL_CHARS or len(leaves[0].split()) >= FREE_TEXT_WORDS:
         return f"<{key} written for the case>"  # a summary, a message: never the same twice
-    if _IDENTIFIER.match(leaves[0]) or _NAMED.search(leaves[0]):
+    if final or _IDENTIFIER.match(leaves[0]) or _NAMED.search(leaves[0]):
         # An id, a date or a name (a person, a title) from somewhere unseen (the agent's own
         # thought): the next case has its own.
         return f"<{key} of the case>"
     return f'"{leaves[0]}"'
 
 
-def call_pattern(step: StepView, sources: Sources) -> str:
-    """`tool <arg from origin> …` within PATTERN_CHARS; a call without arguments is its tool."""
+def call_pattern(step: StepView, sources: Sources, *, final: bool = False) -> str:
+    """`tool <arg from origin> …` within PATTERN_CHARS; a call without arguments is its tool.
+    `final`: the call that gave the run's answer or made its change: a literal there is that
+    case's value ("no", "1985"), never advice for the next one."""
     if not step.tool:
         return f"{step.kind.replace('_', ' ')}"
     arguments = step.arguments
     if isinstance(arguments, dict):
-        parts = [argument_pattern(str(k), v, sources, step.index) for k, v in arguments.items()]
+        parts = [
+            argument_pattern(str(k), v, sources, step.index, final=final)
+            for k, v in arguments.items()
+        ]
     elif arguments in (None, "", [], {}):
         parts = []
     else:
-        parts = [argument_pattern("input", arguments, sources, step.index)]
+        parts = [argument_pattern("input", arguments, sources, step.index, final=final)]
     parts = [p for p in parts if p]
     text = step.tool
     for part in parts:

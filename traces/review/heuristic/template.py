@@ -12,7 +12,7 @@ literal run, ids included, is the `replay`: served only when the very same case 
 
 from collections.abc import Mapping
 
-from traces.review.heuristic.blame import REFUSED, Blame, blame_of
+from traces.review.heuristic.blame import CHANGED, REFUSED, Blame, blame_of
 from traces.review.heuristic.placeholders import (
     Sources,
     call_pattern,
@@ -49,7 +49,11 @@ def _strategy(calls: list[StepView], request: ReviewRequest, sources: Sources) -
     return when_you_use(
         anchor.tool,
         path_pattern(before, sources, 3) if before else "",
-        call_pattern(anchor, sources),
+        call_pattern(
+            anchor,
+            sources,
+            final=anchor is calls[-1] and request.trace.call_effect(anchor).changes_state,
+        ),
         path_pattern(after, sources, 1) if after else "",
     )
 
@@ -57,7 +61,7 @@ def _strategy(calls: list[StepView], request: ReviewRequest, sources: Sources) -
 def _blamed_phrase(blame: Blame, sources: Sources) -> str:
     step = blame.step
     if step.tool:
-        return call_pattern(step, sources)
+        return call_pattern(step, sources, final=blame.evidence == REFUSED)
     return f'end with a reply like "{first_sentence(step.content, 60)}"'
 
 
@@ -69,12 +73,18 @@ def _lesson(
     phrase = _blamed_phrase(blame, sources)
     pitfall = f"{phrase}: {blame.consequence}"
     where = f"When you use {step.tool}" if step.tool else "When you answer"
-    if blame.evidence == REFUSED:
-        # The final answer or purchase is needed every time, and its literal value belongs to
-        # that one case: the lesson is to check what it rests on.
+    last_call = next((s for s in reversed(request.steps) if s.tool), None)
+    ended_on_it = step is last_call and not any(
+        s.kind == "user_input" for s in request.steps if s.index > step.index
+    )
+    if blame.evidence == REFUSED or (blame.evidence == CHANGED and ended_on_it):
+        # The final answer or purchase (refused, or the commit the run ended on) is needed
+        # every time, and its literal value belongs to that one case: the lesson is to check
+        # what it rests on, never "do not commit".
         shown = phrase if '"' not in phrase else f"the run's {step.tool}"
+        verdict = "was refused" if blame.evidence == REFUSED else "was not right"
         advice = (
-            f"{where}: {shown} was refused ({blame.consequence}); check it against every "
+            f"{where}: {shown} {verdict} ({blame.consequence}); check it against every "
             f"part of the request before you {step.tool}."
         )
     else:
@@ -137,7 +147,7 @@ def build_template(request: ReviewRequest, labels: Mapping[int, StepJudgement]) 
         improvements.append(f"avoid {'; '.join(failed_phrases[:3])}: it failed")
 
     outcome = request.trace.outcome
-    sources = Sources.of(request.trace.task, steps)
+    sources = Sources.of(request.trace.task, steps, request.trace)
     calls = [s for s in steps if s.tool]
     strategy = path_pattern(necessary_calls, sources) if necessary_calls else ""
     when_strategy = _strategy(necessary_calls, request, sources) if necessary_calls else ""
