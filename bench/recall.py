@@ -109,20 +109,28 @@ def seed(data_dir: Path, *, experiences: int, patterns: int, centres: int) -> No
     connections.close_all()
 
 
-def exact_agreement(bodies: list[dict]) -> dict[str, float]:
-    """How close HNSW gets to exact search: the same statement run again with index scans off
-    (a sequential scan computing every distance). `candidates`: share of the exact candidates
-    (what recall scores) that HNSW also found; `top5`: share of the 5 items recall returns after
-    scoring that are the ones exact search would have returned."""
-    from django.db import connection, transaction
+def exact_agreement(bodies: list[dict], project_name: str = "demo") -> dict[str, float]:
+    """How close recall's vector ranking gets to exact search: its candidates (`candidate_rows`,
+    the way recall takes) against the same statement taking the exact way whatever the size of
+    the filtered set (every distance computed). `candidates`: share of the exact candidates
+    (what recall scores) that recall also found; `top5`: share of the 5 items recall returns
+    after scoring that are the ones exact search would have returned; `short`: answers with
+    fewer items than exact search gives; `paths`: how often each way ran (`exact`: the filtered
+    set was small; `index`: the HNSW walk; `index+exact`: the walk came back short)."""
+    from django.db import connection
     from django.utils import timezone
     from pgvector import Vector
 
     from experiences.embeddings import get_embedder
-    from experiences.services.recall import RecallQuery, candidates_scored, candidates_sql
+    from experiences.services.recall import (
+        RecallQuery,
+        candidate_rows,
+        candidates_scored,
+        candidates_sql,
+    )
     from traces.models import Project
 
-    project = Project.objects.get(name="demo")
+    project = Project.objects.get(name=project_name)
     now = timezone.now()
 
     def top5(query: RecallQuery, rows: list[tuple]) -> set[int]:
@@ -130,23 +138,29 @@ def exact_agreement(bodies: list[dict]) -> dict[str, float]:
         return {item.experience.id for item in items}
 
     found = {"candidates": [0, 0], "top5": [0, 0]}
+    paths: dict[str, int] = {}
+    short = 0
     for body in bodies:
         query = RecallQuery(**body)
         (vector,) = get_embedder().embed([query.task])
-        sql, params = candidates_sql(project=project, query=query, vector=Vector(vector).to_text())
-        with transaction.atomic(), connection.cursor() as cursor:
+        text = Vector(vector).to_text()
+        with connection.cursor() as cursor:
+            approximate, path = candidate_rows(cursor, project=project, query=query, vector=text)
+            sql, params = candidates_sql(project=project, query=query, vector=text, exact_rows=None)
             cursor.execute(sql, params)
-            approximate = cursor.fetchall()
-            cursor.execute("SET LOCAL enable_indexscan TO off")
-            cursor.execute(sql, params)
-            exact = cursor.fetchall()
+            exact = [row for row in cursor.fetchall() if row[-1] != "filtered"]
+        paths[path] = paths.get(path, 0) + 1
+        short += len(top5(query, approximate)) < len(top5(query, exact))
         for name, a, e in (
             ("candidates", {r[0] for r in approximate}, {r[0] for r in exact}),
             ("top5", top5(query, approximate), top5(query, exact)),
         ):
             found[name][0] += len(a & e)
             found[name][1] += len(e)
-    return {name: round(hit / total, 3) if total else 1.0 for name, (hit, total) in found.items()}
+    figures: dict = {
+        name: round(hit / total, 3) if total else 1.0 for name, (hit, total) in found.items()
+    }
+    return {**figures, "short": short, "paths": paths}
 
 
 SEEDING: dict = {}  # bulk_load's figures (insert and index build seconds), when this run seeded

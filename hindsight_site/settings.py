@@ -326,6 +326,10 @@ HINDSIGHT_RECALL_ENV_MISMATCH = env_float("HINDSIGHT_RECALL_ENV_MISMATCH", 0.6, 
 HINDSIGHT_HNSW_BUILD_MEMORY = env_size("HINDSIGHT_HNSW_BUILD_MEMORY", "1GB")
 # Nearest neighbours fetched by the vector index before scoring.
 HINDSIGHT_RECALL_CANDIDATES = env_int("HINDSIGHT_RECALL_CANDIDATES", 40, minimum=1)
+# Up to this many experiences passing a recall's pre-filter are ranked by exact distance, not by
+# the HNSW walk (which comes back short when a filter passes few of the rows near the query);
+# a walk that still comes back short is followed by an exact scan (experiences.services.recall).
+HINDSIGHT_RECALL_EXACT_ROWS = env_int("HINDSIGHT_RECALL_EXACT_ROWS", 1000, minimum=0)
 # Items below this cosine similarity are not returned at all.
 HINDSIGHT_RECALL_MIN_SIMILARITY = env_float("HINDSIGHT_RECALL_MIN_SIMILARITY", 0.2, minimum=0.0)
 # The keyword score's share of relevance (cosine similarity has the rest): 0.25, the default
