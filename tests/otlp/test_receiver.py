@@ -287,9 +287,9 @@ def test_the_rate_limit_answers_429_with_retry_after(post, settings):
     assert status_of(response).code == 8
 
 
-def test_the_x_api_key_header_works_too(post, ingest_key):
+def test_the_x_api_key_header_works_too(post, pipeline_key):
     response = post(
-        export(*agent_run()).SerializeToString(), key=None, headers={"X-API-Key": ingest_key}
+        export(*agent_run()).SerializeToString(), key=None, headers={"X-API-Key": pipeline_key}
     )
     assert response.status_code == 200
 
