@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.common import Site, free_port, percentile  # noqa: E402
 from bench.ingest import trajectory  # noqa: E402
+from bench.site_api import create_key  # noqa: E402
 
 
 def post(url: str, key: str, body: dict) -> dict:
@@ -126,7 +127,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="hindsight-bench-review-") as tmp:
         site = Site(Path(tmp) / "data", free_port(), env)
         try:
-            key = site.start()
+            site.start()
+            key = create_key(site, "demo")  # it reads back (the demo key only sends and recalls)
             base = f"http://127.0.0.1:{site.port}"
             print(
                 f"setup: {os.cpu_count()} cores, 20-step trajectories, reviewer "
