@@ -222,8 +222,12 @@ def test_a_second_launcher_on_the_same_data_dir_refuses_to_start(site):
     )
 
     assert second.returncode != 0
-    assert "already running" in second.stdout + second.stderr
-    assert site.process is not None and site.process.poll() is None  # the first one runs on
+    said = second.stdout + second.stderr
+    assert site.process is not None
+    assert f"already running on data dir {site.data_dir} (launcher pid {site.process.pid}, " \
+        f"serving http://127.0.0.1:{site.port})" in said  # fmt: skip
+    assert "port" not in said.split("serving")[0]  # never the advice to take another port
+    assert site.process.poll() is None  # the first one runs on
 
 
 def test_create_api_key_reaches_the_running_launchers_database(site):
@@ -272,3 +276,43 @@ def test_a_restart_names_vectors_of_another_embedding_model(site, restarted):
 
 def test_the_demo_key_survives_a_restart(site, restarted):
     assert site.demo_key() == restarted.key_before
+
+
+# ---------------------------------------------------------------------------- a crash
+
+
+@dataclass(frozen=True)
+class Crash:
+    launcher_pid: int
+    left_running: list[str]
+
+
+@pytest.fixture(scope="module")
+def crashed(site: Launcher, restarted: Restart) -> Crash:
+    """SIGKILL the launcher (as the OOM killer would), then start one on another port."""
+    assert site.process is not None
+    killed = site.process.pid
+    site.process.kill()
+    site.process.wait()
+    deadline = time.monotonic() + 30  # the children get SIGTERM: gunicorn's grace is 10 s
+    while (left := [p for p in processes_of(site.data_dir) if "postgres" not in p]) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.2)
+    site.port = free_port()
+    site.start()
+    return Crash(killed, left)
+
+
+def test_a_launcher_killed_by_sigkill_takes_web_worker_beat_and_redis_with_it(crashed):
+    # Before: gunicorn, Celery and Redis kept serving, unsupervised, and the next launcher
+    # said the port was in use.
+    assert crashed.left_running == []
+
+
+def test_the_next_launcher_on_another_port_takes_over_the_data_dir(site, restarted, crashed):
+    status, body = http(
+        "GET", f"{site.base_url}/api/v1/traces/{restarted.trace_id}", restarted.reader_key
+    )
+    assert status == 200 and body["external_id"] == "survivor"
+    assert "port" not in site.output.split("ready")[0]  # no port advice, no second stack
