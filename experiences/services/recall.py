@@ -247,10 +247,13 @@ def candidates_sql(
     condition = " AND ".join(where)
     keyword_score = "0.0::real" if keywords is None else _KEYWORD_SCORE
     nulls = ", ".join(["NULL"] * len(RECALLED_COLUMNS))
+    # The nearest ids first, then their rows (joining first made PostgreSQL hash-join and sort
+    # every filtered row: 430 ms instead of ~70 for 64k rows).
     by_exact = (
         f"(SELECT {columns}, distance, {keyword_score} AS keyword, 'vector' AS ranking FROM ("
-        f"SELECT {columns}, search, distance FROM exact "
-        f"JOIN experiences_experience ON id = exact_id ORDER BY distance, id LIMIT %s) nearest"
+        f"SELECT {columns}, search, distance FROM (SELECT exact_id, distance FROM exact "
+        f"ORDER BY distance, exact_id LIMIT %s) best "
+        f"JOIN experiences_experience ON id = best.exact_id) nearest"
     )
     if exact_rows is None:
         ctes = [_EXACT.format(condition=condition)]
