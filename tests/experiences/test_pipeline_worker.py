@@ -101,6 +101,36 @@ def test_a_worker_killed_mid_review_does_not_lose_the_trace(
         second.stop()
 
 
+def test_a_review_that_loses_its_database_connection_is_retried_with_backoff(
+    live_server, pipeline_key, fake_openai, transactional_db, tmp_path
+):
+    # Before: the task failed on its dead connection, was not retried, and the trace was not
+    # reviewed (issue 26: traces sat `queued` until the stuck sweep, 15 minutes later).
+    from django.db import connection
+
+    fake_openai.delay = 1.5  # the worker's connection is terminated while it waits for the LLM
+    worker = WorkerProcess(tmp_path / "worker.log", llm_env(fake_openai, PGAPPNAME="rev-worker"))
+    try:
+        trace_id = post_json(f"{live_server.url}/api/v1/traces", pipeline_key, seed_000_body())[
+            "id"
+        ]
+        wait_until(lambda: status_of(trace_id) == "reviewing" and fake_openai.chat_requests)
+        fake_openai.delay = 0.0
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE application_name = 'rev-worker'"
+            )
+            assert cursor.fetchone()[0] >= 1
+
+        wait_until(lambda: status_of(trace_id) == "reviewed", timeout=30)
+        log = worker.log.read_text()
+        assert "Retry in" in log and "OperationalError" in log
+        assert Trace.objects.get(pk=trace_id).reviews.count() == 1
+    finally:
+        worker.stop()
+
+
 def test_a_batch_is_handed_over_in_one_message_and_every_trace_gets_reviewed(
     live_server, pipeline_key, celery_worker
 ):
