@@ -1,10 +1,13 @@
 """Review throughput of the offline reviewer, and freshness: ingest response → experience stored.
 
-    .venv/bin/python bench/review.py [--traces 200] [--fresh 30] [--llm]
+    .venv/bin/python bench/review.py [--traces 200] [--fresh 30] [--backlog 200] [--llm]
 
 1. Throughput: in one process (= one worker), the whole review task — triggers, compression,
    heuristic review, distillation, embedding, one transaction of labels + review + experiences —
-   on N realistic 20-step trajectories, one after the other.
+   on N realistic 20-step trajectories, one after the other. And through the real worker
+   (Celery, one pool process, HINDSIGHT_WORKER_CONCURRENCY=1): a backlog of --backlog
+   trajectories posted at once over the batch API, timed from the first post until every one
+   is reviewed; trajectories/s per worker process.
 2. Freshness: the real site (`hindsight run`, web + worker on embedded services); a trajectory is
    posted over HTTP and `GET /api/v1/experiences?trace=ID` is polled every 5 ms until its
    experience is there (stored and embedded). Measured one trajectory at a time on an idle worker.
@@ -31,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.common import Site, free_port, percentile  # noqa: E402
 from bench.ingest import trajectory  # noqa: E402
+from bench.site_api import create_key  # noqa: E402
 
 
 def post(url: str, key: str, body: dict) -> dict:
@@ -82,11 +86,33 @@ def freshness(base: str, key: str, rng: random.Random, count: int) -> tuple[list
     return samples, without
 
 
-def throughput(data_dir: Path, rng: random.Random, count: int) -> float:
+def in_process(data_dir: Path) -> None:
     os.environ["HINDSIGHT_DATA_DIR"] = str(data_dir)  # reaches the launcher's services
     from hindsight_site.bootstrap import setup_django
 
     setup_django()
+
+
+def worker_throughput(base: str, key: str, rng: random.Random, count: int) -> float:
+    """Trajectories/s the real worker drains from a backlog posted at once (batches of 25)."""
+    from traces.models import Trace
+
+    bodies = [reviewable(rng, f"backlog-{i}-{time.time_ns()}") for i in range(count)]
+    began = time.perf_counter()
+    ids = []
+    for start in range(0, count, 25):
+        batch = {"traces": bodies[start : start + 25]}
+        ids += [r["id"] for r in post(f"{base}/api/v1/traces/batch", key, batch)["results"]]
+    active = Trace.objects.filter(pk__in=ids, review_status__in=["pending", "queued", "reviewing"])
+    while active.exists():
+        if time.perf_counter() - began > 600:
+            raise RuntimeError(f"{active.count()} of {count} not reviewed after 600 s")
+        time.sleep(0.2)
+    return count / (time.perf_counter() - began)
+
+
+def throughput(data_dir: Path, rng: random.Random, count: int) -> float:
+    in_process(data_dir)
     from hindsight_site.pipeline import review_trace
     from traces.models import Project
     from traces.schemas import TraceIn
@@ -112,6 +138,9 @@ def main() -> int:
     parser.add_argument("--traces", type=int, default=200, help="trajectories for throughput")
     parser.add_argument("--fresh", type=int, default=30, help="freshness samples")
     parser.add_argument(
+        "--backlog", type=int, default=200, help="trajectories the real worker drains at once"
+    )
+    parser.add_argument(
         "--llm", action="store_true", help="review through a local OpenAI-compatible server"
     )
     args = parser.parse_args()
@@ -126,7 +155,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="hindsight-bench-review-") as tmp:
         site = Site(Path(tmp) / "data", free_port(), env)
         try:
-            key = site.start()
+            site.start()
+            key = create_key(site, "demo")  # it reads back (the demo key only sends and recalls)
             base = f"http://127.0.0.1:{site.port}"
             print(
                 f"setup: {os.cpu_count()} cores, 20-step trajectories, reviewer "
@@ -142,6 +172,10 @@ def main() -> int:
                 f"p95 {percentile(samples, 95):.0f} ms",
                 flush=True,
             )
+            in_process(site.data_dir)
+            drained = worker_throughput(base, key, rng, args.backlog)
+            print(f"worker throughput: {drained:.1f} trajectories/s per worker process "
+                  f"(a backlog of {args.backlog}, through Celery)", flush=True)  # fmt: skip
             rate = 0.0
             if not args.llm:
                 site.pause_worker()  # the in-process run has the cores to itself
@@ -161,6 +195,8 @@ def main() -> int:
         "freshness_max_ms": round(max(samples), 1),
         "samples": len(samples),
         "reviewed_without_experience": without,
+        "worker_backlog": args.backlog,
+        "worker_trajectories_per_s": round(drained, 1),
     }
     if not args.llm:
         figures["trajectories_per_s_per_worker"] = round(rate, 1)

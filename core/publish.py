@@ -95,3 +95,54 @@ def tasks_publish_on_commit(name: str, calls: Iterable[Sequence[Any]]) -> None:
     calls = [tuple(args) for args in calls]
     if calls:
         transaction.on_commit(lambda: tasks_publish(name, calls), robust=True)
+
+
+# The broker's lists (kombu's Redis transport): the default queue, its priority levels, and
+# the messages workers took but did not acknowledge yet (running, or held for a retry's
+# countdown: acks_late).
+_QUEUE = "celery"
+_QUEUE_KEYS = [_QUEUE] + [f"{_QUEUE}\x06\x16{priority}" for priority in (3, 6, 9)]
+_UNACKED_KEY = "unacked"
+
+
+def tasks_waiting(names: set[str], *, limit: int = 10_000) -> list[tuple[str, list]] | None:
+    """(name, args) of every message of tasks `names` the broker holds: in the queue, or taken
+    by a worker and not acknowledged yet. None when that cannot be known: the broker does not
+    answer, or holds more than `limit` messages (a backlog that long is not read each sweep)."""
+    import base64
+    import json
+
+    import redis
+    from django.conf import settings
+
+    try:
+        client = redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+        with client.pipeline(transaction=False) as pipe:
+            for key in _QUEUE_KEYS:
+                pipe.llen(key)
+            pipe.hlen(_UNACKED_KEY)
+            if sum(pipe.execute()) > limit:
+                return None
+            for key in _QUEUE_KEYS:
+                pipe.lrange(key, 0, -1)
+            pipe.hvals(_UNACKED_KEY)
+            *queued, unacked = pipe.execute()
+    except redis.RedisError:
+        logger.warning("broker unreachable: its waiting tasks are unknown", exc_info=True)
+        return None
+    found = []
+    for raw, is_unacked in [(m, False) for q in queued for m in q] + [(m, True) for m in unacked]:
+        try:
+            message = json.loads(raw)
+            if is_unacked:
+                message = message[0]  # [message, exchange, routing key]
+            name = message["headers"]["task"]
+            if name not in names:
+                continue
+            body = message["body"]
+            if message.get("properties", {}).get("body_encoding") == "base64":
+                body = base64.b64decode(body)
+            found.append((name, json.loads(body)[0]))
+        except (ValueError, KeyError, TypeError, IndexError):
+            continue  # another kind of message: not one of ours
+    return found

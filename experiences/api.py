@@ -21,11 +21,10 @@ from experiences.schemas import (
 from experiences.services import kb, recall_log
 from experiences.services import recall as recall_service
 from experiences.services.warnings import warnings_for_call
-from traces.auth import require_scope
+from traces.auth import READ_SCOPES, require_scope
 from traces.schemas import BODY_ERRORS, errors
 
 router = Router(tags=["experiences"])
-READ_SCOPES = ("recall", "admin", "ingest")
 
 
 class ExperienceListParams(selectors.ExperienceFilters, PageIn):
@@ -129,7 +128,7 @@ def post_warnings(request: HttpRequest, payload: WarningsIn):
 @router.get("/kb/export", response={200: None, **errors()})
 def get_kb_export(request: HttpRequest, format: Literal["markdown", "jsonl"] = "markdown"):
     """The knowledge base: Markdown articles (zip, one file per article) or JSONL."""
-    key = require_scope(request, "recall", "admin")
+    key = require_scope(request, *READ_SCOPES)
     content, content_type, name = kb.kb_export_file(project=key.project, format=format)
     response = HttpResponse(content, content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="{name}"'

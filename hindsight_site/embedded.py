@@ -18,12 +18,15 @@ nothing here runs at import.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import json
 import os
+import signal
 import socket
 import subprocess
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,6 +62,45 @@ def pid_is_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+# ---------------------------------------------------------------- processes
+
+
+def process_start_time(pid: int) -> int | None:
+    """When process `pid` started (clock ticks since boot, /proc/PID/stat), None if there is no
+    such running process (an exited one waiting to be reaped, a zombie, counts as gone) or it
+    cannot be read. A pid and its start time name one process: a pid reused by another process
+    later has another start time."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = stat[stat.rindex(")") + 2 :].split()
+        return None if fields[0] == "Z" else int(fields[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+_PR_SET_PDEATHSIG = 1
+_prctl: Callable[..., int] | None
+try:  # Linux: a child can ask to be signalled when its parent dies
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):
+    _prctl = None
+
+
+def dies_with_this_process() -> Callable[[], None]:
+    """A `preexec_fn` for a child that must not outlive this process: it gets SIGTERM when this
+    process dies, however (Linux's parent-death signal; a SIGKILL too), and exits at once if
+    this process already died between the fork and the request."""
+    parent = os.getpid()
+
+    def setup() -> None:
+        if _prctl is not None:
+            _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return setup
 
 
 # ---------------------------------------------------------------- the launcher's record
@@ -232,7 +274,11 @@ class RedisServer:
             "--logfile",
             str(self.workdir / "redis.log"),
         ]
-        self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL)
+        # It dies with whoever started it: a launcher killed by a signal leaves no Redis
+        # behind (SIGTERM: redis-server flushes its append-only file first).
+        self.process = subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, preexec_fn=dies_with_this_process()
+        )
         deadline = time.monotonic() + timeout
         while not redis_answers(self.socket):
             if self.process.poll() is not None:

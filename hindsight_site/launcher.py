@@ -1,16 +1,25 @@
 """`hindsight run`: one process that owns the embedded services and runs web, worker and beat.
 
-It takes an exclusive lock on the data dir (a second launcher on the same data stops with a
-clear message), starts PostgreSQL and Redis unless DATABASE_URL / REDIS_URL are set, records
-their addresses for other commands, migrates, makes sure an admin and a demo API key exist, and
-supervises gunicorn, a Celery worker and Celery beat. SIGINT / SIGTERM stop everything in order;
-if any child dies, the rest are stopped too (a supervisor above us may restart the whole).
+It takes an exclusive lock on the data dir (a second launcher on the same data dir stops with
+the running one's pid and URL, whatever its own port), starts PostgreSQL and Redis unless
+DATABASE_URL / REDIS_URL are set, records their addresses for other commands, migrates, makes
+sure an admin and a demo API key exist, and supervises gunicorn, a Celery worker and Celery
+beat, restarting any that dies. SIGINT / SIGTERM stop everything in order.
+
+Its children die with it: each asks for SIGTERM when the launcher dies (Linux's parent-death
+signal), so a launcher killed with SIGKILL or by the OOM killer leaves no unsupervised web,
+worker, beat or Redis serving on (the embedded PostgreSQL, a daemon of pg_ctl, stays up and is
+joined by the next launcher). The launcher records its children (pid and start time) in
+`stack.json`; the next launcher on the data dir, holding the lock its predecessor lost with
+its life, stops whatever of that record still runs (the same processes: a pid reused by
+another process has another start time) before it starts its own.
 """
 
 from __future__ import annotations
 
 import argparse
 import fcntl
+import json
 import os
 import secrets
 import signal
@@ -42,23 +51,94 @@ class AlreadyRunning(SystemExit):
     pass
 
 
-def acquire_lock(directory: Path) -> IO[str]:
+def acquire_lock(directory: Path, url: str) -> IO[str]:
+    """The data dir's lock, held for the launcher's life (the kernel drops it when the process
+    dies, however it dies); it names the holder's pid and URL for the next one to say."""
     handle = open(directory / "launcher.lock", "a+")  # noqa: SIM115 - held for the process life
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         handle.seek(0)
-        owner = handle.read().strip() or "unknown"
+        pid, _, serving = handle.read().strip().partition(" ")
         raise AlreadyRunning(
-            f"hindsight is already running on data dir {directory} (launcher pid {owner}).\n"
+            f"hindsight is already running on data dir {directory} (launcher pid "
+            f"{pid or 'unknown'}{', serving ' + serving if serving else ''}).\n"
             "Stop it first (Ctrl-C in its terminal, or kill -TERM that pid), or set "
             "HINDSIGHT_DATA_DIR to run a separate instance."
         ) from None
     handle.seek(0)
     handle.truncate()
-    handle.write(str(os.getpid()))
+    handle.write(f"{os.getpid()} {url}")
     handle.flush()
     return handle
+
+
+STACK_FILE = "stack.json"
+
+
+def write_stack(directory: Path, processes: dict[str, int]) -> None:
+    """Record this launcher's children (name -> pid) with their start times."""
+    record = {
+        "launcher": os.getpid(),
+        "processes": {
+            name: {"pid": pid, "started": embedded.process_start_time(pid)}
+            for name, pid in processes.items()
+        },
+    }
+    path = directory / STACK_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=2))
+    tmp.replace(path)
+
+
+def take_over(directory: Path) -> list[str]:
+    """Stop what a launcher that died left running, as its stack record names it; returns what
+    was found. Called holding the lock, so that launcher is gone. Only a process with the
+    recorded pid *and* start time is signalled: never one that merely reuses a pid."""
+    path = directory / STACK_FILE
+    try:
+        record = json.loads(path.read_text())
+        processes = {
+            name: (int(entry["pid"]), entry["started"])
+            for name, entry in record["processes"].items()
+        }
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        path.unlink(missing_ok=True)
+        return []
+    left = {
+        name: pid
+        for name, (pid, started) in processes.items()
+        if started is not None and embedded.process_start_time(pid) == started
+    }
+    if left:
+        names = ", ".join(f"{name} (pid {pid})" for name, pid in left.items())
+        say(f"the launcher that ran here (pid {record.get('launcher')}) is gone and left {names} "
+            "running: stopping them")  # fmt: skip
+        for pid in left.values():
+            _signal_group(pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        while time.monotonic() < deadline and any(
+            embedded.process_start_time(pid) == processes[name][1] for name, pid in left.items()
+        ):
+            time.sleep(0.1)
+        for name, pid in left.items():
+            if embedded.process_start_time(pid) == processes[name][1]:
+                say(f"{name} (pid {pid}) did not stop in {STOP_TIMEOUT:.0f}s; killing it")
+                _signal_group(pid, signal.SIGKILL)
+    path.unlink(missing_ok=True)
+    return list(left)
+
+
+def _signal_group(pid: int, signum: int) -> None:
+    """A child started in its own session leads its process group (gunicorn's workers, Celery's
+    pool): signal the group, else the process alone."""
+    try:
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signum)
+        else:
+            os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
 
 
 def port_is_free(host: str, port: int) -> bool:
@@ -165,8 +245,10 @@ class Supervisor:
     RESTART_MAX_DELAY, back to 1 s once it ran RESTART_STABLE_AFTER. Services the launcher
     owns (the embedded Redis) are watched the same way. Stopping is only ever asked for."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], directory: Path | None = None) -> None:
         self.env = env
+        self.directory = directory  # where the stack record goes (None: nowhere)
+        self.recorded: dict[str, int] = {}  # services the launcher owns (Redis): name -> pid
         self.children: dict[str, subprocess.Popen[bytes]] = {}
         self.commands: dict[str, list[str]] = {}
         self.started_at: dict[str, float] = {}
@@ -182,10 +264,23 @@ class Supervisor:
     def _start(self, name: str) -> None:
         # A new session: Ctrl-C in the terminal reaches only the launcher, which then stops
         # each child exactly once (a second SIGINT would make Celery's shutdown a cold one).
+        # And it dies with the launcher: no unsupervised stack after a crash.
         self.children[name] = subprocess.Popen(
-            self.commands[name], env=self.env, start_new_session=True
+            self.commands[name],
+            env=self.env,
+            start_new_session=True,
+            preexec_fn=embedded.dies_with_this_process(),
         )
         self.started_at[name] = time.monotonic()
+        self.record()
+
+    def record(self, name: str | None = None, pid: int | None = None) -> None:
+        """Write the stack record (after a spawn, or with a service's new pid)."""
+        if name is not None and pid is not None:
+            self.recorded[name] = pid
+        if self.directory is not None:
+            pids = {**self.recorded, **{n: c.pid for n, c in self.children.items()}}
+            write_stack(self.directory, pids)
 
     def watch_service(
         self, name: str, alive: Callable[[], bool], restart: Callable[[], None]
@@ -247,12 +342,13 @@ def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hindsight_site.settings")
     host = env_str("HINDSIGHT_HOST", "127.0.0.1")
     port = env_int("HINDSIGHT_PORT", 8000, minimum=1)
-    lock = acquire_lock(directory)
+    lock = acquire_lock(directory, f"http://{host}:{port}")
+    take_over(directory)
     if not port_is_free(host, port):
         say(f"port {port} on {host} is in use; set HINDSIGHT_PORT to another port")
         return 2
 
-    supervisor = Supervisor(env={})
+    supervisor = Supervisor(env={}, directory=directory)
     signal.signal(signal.SIGINT, supervisor.request_stop)
     signal.signal(signal.SIGTERM, supervisor.request_stop)
 
@@ -270,6 +366,8 @@ def run(args: argparse.Namespace) -> int:
             redis = embedded.RedisServer(directory)
             redis.start()
             redis_url = redis.url
+            if redis.process is not None:
+                supervisor.record("Redis", redis.process.pid)
         embedded.write_record(
             directory, embedded.ServiceRecord(os.getpid(), database_url, redis_url)
         )
@@ -337,7 +435,13 @@ def run(args: argparse.Namespace) -> int:
                 ],
             )
         if redis is not None:
-            supervisor.watch_service("Redis", redis.is_running, redis.start)
+
+            def restart_redis() -> None:
+                redis.start()
+                if redis.process is not None:
+                    supervisor.record("Redis", redis.process.pid)
+
+            supervisor.watch_service("Redis", redis.is_running, restart_redis)
         if postgres is not None:
 
             def restart_postgres() -> None:
@@ -365,6 +469,7 @@ def run(args: argparse.Namespace) -> int:
         if postgres is not None:
             postgres.stop()
         embedded.remove_record(directory)
+        (directory / STACK_FILE).unlink(missing_ok=True)
         lock.close()
         say("stopped")
     return code

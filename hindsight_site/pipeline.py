@@ -7,7 +7,7 @@ import logging
 
 from celery import Task, shared_task
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 
 from core.publish import tasks_publish, tasks_publish_on_commit
 from experiences.services import distill
@@ -18,6 +18,12 @@ from traces.review.llm import RETRYABLE
 from traces.services import review_queue
 
 logger = logging.getLogger(__name__)
+
+# A review also retries when it loses its database connection (PostgreSQL restarted, a
+# failover, a backend terminated): the next delivery gets a new connection (Celery's Django
+# fixup closes an unusable one before each task). Before, such a task failed, could not even
+# record its failure, and left its trace `queued` for the stuck sweep (15 minutes).
+RETRYABLE_REVIEW = (*RETRYABLE, OperationalError, InterfaceError)
 
 
 class ReviewTask(Task):
@@ -38,7 +44,7 @@ class ReviewTask(Task):
     bind=True,
     acks_late=True,
     ignore_result=True,
-    autoretry_for=RETRYABLE,
+    autoretry_for=RETRYABLE_REVIEW,
     retry_backoff=True,
     retry_backoff_max=60,
     retry_jitter=True,

@@ -208,13 +208,26 @@ SECURE_HSTS_SECONDS = env_int("HINDSIGHT_HSTS_SECONDS", 0, minimum=0)
 SECURE_SSL_REDIRECT = env_bool("HINDSIGHT_SSL_REDIRECT", False)
 if env_bool("HINDSIGHT_TRUST_X_FORWARDED_PROTO", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-# Sign-in brute-force protection (traces.services.login_throttle): this many wrong passwords for
-# one username, or from one address, within the lockout time pause signing in for that long.
+# Sign-in brute-force protection (traces.services.login_throttle): after this many wrong
+# passwords for one username, or from one address, each further one makes the next try wait
+# twice as long (1 s, 2 s, 4 s … up to the max delay); failures are forgotten a window after the
+# last one. (HINDSIGHT_LOGIN_LOCKOUT_SECONDS, the lockout's length before, is read as the window.)
 HINDSIGHT_LOGIN_MAX_FAILURES = env_int("HINDSIGHT_LOGIN_MAX_FAILURES", 5, minimum=1)
 HINDSIGHT_LOGIN_MAX_FAILURES_PER_ADDRESS = env_int(
     "HINDSIGHT_LOGIN_MAX_FAILURES_PER_ADDRESS", 20, minimum=1
 )
-HINDSIGHT_LOGIN_LOCKOUT_SECONDS = env_int("HINDSIGHT_LOGIN_LOCKOUT_SECONDS", 900, minimum=1)
+HINDSIGHT_LOGIN_MAX_DELAY_SECONDS = env_int("HINDSIGHT_LOGIN_MAX_DELAY_SECONDS", 300, minimum=1)
+HINDSIGHT_LOGIN_WINDOW_SECONDS = env_int(
+    "HINDSIGHT_LOGIN_WINDOW_SECONDS",
+    env_int("HINDSIGHT_LOGIN_LOCKOUT_SECONDS", 900, minimum=1),
+    minimum=1,
+)
+# The header a trusted reverse proxy sets to the client's address (X-Forwarded-For: its last
+# entry is taken; X-Real-IP), for the sign-in throttle; empty: the connection's address. Set it
+# only behind a proxy that sets it: without one, a client could send it itself.
+HINDSIGHT_CLIENT_ADDRESS_HEADER = env_str("HINDSIGHT_CLIENT_ADDRESS_HEADER", "")
+# A console sign-in link (`manage.py sign_in_link USER`) works once, within this many seconds.
+HINDSIGHT_SIGN_IN_LINK_SECONDS = env_int("HINDSIGHT_SIGN_IN_LINK_SECONDS", 600, minimum=1)
 LOGIN_REDIRECT_URL = "/traces/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 
@@ -330,6 +343,10 @@ HINDSIGHT_RECALL_ENV_MISMATCH = env_float("HINDSIGHT_RECALL_ENV_MISMATCH", 0.6, 
 HINDSIGHT_HNSW_BUILD_MEMORY = env_size("HINDSIGHT_HNSW_BUILD_MEMORY", "1GB")
 # Nearest neighbours fetched by the vector index before scoring.
 HINDSIGHT_RECALL_CANDIDATES = env_int("HINDSIGHT_RECALL_CANDIDATES", 40, minimum=1)
+# Up to this many experiences passing a recall's pre-filter are ranked by exact distance, not by
+# the HNSW walk (which comes back short when a filter passes few of the rows near the query);
+# a walk that still comes back short is followed by an exact scan (experiences.services.recall).
+HINDSIGHT_RECALL_EXACT_ROWS = env_int("HINDSIGHT_RECALL_EXACT_ROWS", 1000, minimum=0)
 # Items below this cosine similarity are not returned at all.
 HINDSIGHT_RECALL_MIN_SIMILARITY = env_float("HINDSIGHT_RECALL_MIN_SIMILARITY", 0.2, minimum=0.0)
 # An item at least this similar to the query is the very same case: its exact replay (literal

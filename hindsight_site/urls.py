@@ -7,6 +7,7 @@ from django.views.generic import RedirectView
 from hindsight_site.api import api
 from traces.forms import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 from traces.views import accounts
+from traces.views.sign_in_link import sign_in_link
 
 # Both sign-in pages refuse a locked-out username or address (traces.services.login_throttle).
 admin.site.login_form = ThrottledAdminAuthenticationForm
@@ -33,6 +34,8 @@ urlpatterns = [
         accounts.password_change_done,
         name="password_change_done",
     ),
+    # One-time links from `manage.py sign_in_link`: past the sign-in throttle.
+    path("accounts/link/<str:token>/", sign_in_link, name="sign_in_link"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/v1/", api.urls),
     path("api/docs", RedirectView.as_view(url="/api/v1/docs", permanent=False)),

@@ -52,8 +52,9 @@ def make_key(db) -> Callable[..., str]:
 
 
 @pytest.fixture
-def ingest_key(project, make_key) -> str:
-    return make_key(project, ("ingest",))
+def pipeline_key(project, make_key) -> str:
+    """A key that sends trajectories and reads them back (ingest + read), as most tests do."""
+    return make_key(project, ("ingest", "read"))
 
 
 class ApiClient:
@@ -77,8 +78,8 @@ class ApiClient:
 
 
 @pytest.fixture
-def api(ingest_key) -> ApiClient:
-    return ApiClient(ingest_key)
+def api(pipeline_key) -> ApiClient:
+    return ApiClient(pipeline_key)
 
 
 @pytest.fixture
@@ -109,6 +110,29 @@ def trajectory(external_id: str = "run-1", *, steps: int = 3, **fields: Any) -> 
 
 
 # ---------------------------------------------------------------------------- real processes
+
+
+def running_site_key(data_dir: Path, scopes: list[str], project: str = "demo") -> str:
+    """A new key of the running site on `data_dir` (its launcher's database, found through its
+    record), written straight into its table: `manage.py create_api_key` costs a Django start
+    (~3 s) per launched site. The demo key has no `read` scope; tests that read back get this."""
+    import secrets
+
+    import psycopg
+
+    from traces.auth import hash_key
+    from traces.services.api_keys import KEY_PREFIX, VISIBLE_PREFIX_CHARS
+
+    record = embedded.read_record(data_dir)
+    assert record is not None, f"no running site on {data_dir}"
+    raw = KEY_PREFIX + secrets.token_urlsafe(32)
+    with psycopg.connect(record.database_url, autocommit=True) as connection:
+        connection.execute(
+            "INSERT INTO traces_apikey (project_id, name, prefix, key_hash, scopes, created_at) "
+            "SELECT id, 'tests', %s, %s, %s, now() FROM traces_project WHERE name = %s",
+            [raw[:VISIBLE_PREFIX_CHARS], hash_key(raw), sorted(scopes), project],
+        )
+    return raw
 
 
 def worker_database_url() -> str:

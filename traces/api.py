@@ -5,7 +5,7 @@ from ninja import Query, Router
 from ninja.responses import Status
 
 from core.inputs import PageIn
-from traces.auth import require_scope
+from traces.auth import READ_SCOPES, require_scope
 from traces.review import service as review_service
 from traces.schemas import (
     BODY_ERRORS,
@@ -117,7 +117,7 @@ class TraceListParams(TraceFilters, PageIn):
 @router.get("/traces", response={200: TraceListOut, **errors()})
 def get_traces(request: HttpRequest, params: Query[TraceListParams]):
     """Traces of the key's project, newest first, with cursor pagination."""
-    key = require_scope(request, "ingest", "admin")
+    key = require_scope(request, *READ_SCOPES)
     page = trace_list(
         projects=[key.project], filters=params, cursor=params.cursor, limit=params.limit
     )
@@ -127,7 +127,7 @@ def get_traces(request: HttpRequest, params: Query[TraceListParams]):
 @router.get("/traces/{trace_id}", response={200: TraceDetailOut, **errors(404)})
 def get_trace(request: HttpRequest, trace_id: int):
     """One trace with its steps (and their labels) and its reviews."""
-    key = require_scope(request, "ingest", "admin")
+    key = require_scope(request, *READ_SCOPES)
     return trace_get(project=key.project, trace_id=trace_id)
 
 

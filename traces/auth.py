@@ -72,6 +72,11 @@ class HeaderKey(APIKeyHeader):
 API_KEY_AUTH = [BearerKey(), HeaderKey()]
 
 
+# Reading trajectories (raw observations included), the library and the KB export is not an
+# agent's job: `ingest` sends, `recall` answers at run time, `read` (or `admin`) reads.
+READ_SCOPES = ("read", "admin")
+
+
 def require_scope(request: HttpRequest, *scopes: str) -> ApiKey:
     """The request's key if it holds any of `scopes`, else PermissionDenied (403)."""
     key: ApiKey = request.auth  # type: ignore[attr-defined]

@@ -225,23 +225,24 @@ class MemberRoleForm(forms.Form):
 
 
 class _LoginThrottled:
-    """Refuses a sign-in while its username or address is locked out, before the password is
-    even checked (traces.services.login_throttle counts the failures)."""
+    """Refuses a sign-in that has to wait (its username or address failed too often lately),
+    before the password is even checked (traces.services.login_throttle counts the failures)."""
 
     locked_out_message = ""  # shown instead of "didn't match" (templates/registration)
 
     def clean(self):
-        from traces.services.login_throttle import login_lockout_seconds
+        from traces.services.login_throttle import client_address, login_wait_seconds
 
         username = self.cleaned_data.get("username") or ""  # type: ignore[attr-defined]
         request = getattr(self, "request", None)  # AuthenticationForm keeps the request
-        address = getattr(request, "META", {}).get("REMOTE_ADDR", "")
-        seconds = login_lockout_seconds(username=username, address=address)
+        seconds = login_wait_seconds(username=username, address=client_address(request))
         if seconds:
-            minutes = max(1, round(seconds / 60))
+            wait = f"{seconds} second{'s' if seconds != 1 else ''}"
+            if seconds >= 90:
+                wait = f"{round(seconds / 60)} minutes"
             self.locked_out_message = (
-                f"Too many failed sign-ins: signing in is paused for {minutes} "
-                f"minute{'s' if minutes != 1 else ''}. Try again later."
+                f"Too many failed sign-ins: wait {wait} before trying again (each further "
+                "wrong password doubles the wait)."
             )
             raise forms.ValidationError(self.locked_out_message, code="locked_out")
         return super().clean()  # type: ignore[misc]

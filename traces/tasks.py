@@ -10,6 +10,7 @@ def enqueue_pending_traces() -> int:
     """Beat: publish complete traces whose hand-over to review failed or was lost."""
     return (
         review_queue.trace_enqueue_stale()
+        + review_queue.trace_enqueue_lost()
         + review_queue.trace_rederive_stale()
         + review_queue.trace_reclaim_from_silent_workers()
     )

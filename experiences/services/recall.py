@@ -21,6 +21,7 @@ score = relevance × decay × environment × evidence, each part returned to the
 """
 
 import json
+import logging
 import math
 import time
 from collections.abc import Sequence
@@ -48,6 +49,8 @@ from experiences.services.recall_log import recall_log_write
 from experiences.services.warnings import WarningItem, warnings_for_tools
 from traces.models import ApiKey, Project
 from traces.review.scene import query_request
+
+logger = logging.getLogger(__name__)
 
 STATUS_BONUS = {"approved": 1.1, "promoted": 1.2}
 
@@ -204,28 +207,87 @@ _KEYWORD_SCORE = (
 )
 
 
+# The vector ranking has two ways to find a scene's nearest experiences, chosen per statement:
+#
+# * exact: the distance of every row passing the pre-filter, sorted. Cheap while the filtered
+#   set is small (a small project in a big shared library, a selective tool filter), and always
+#   complete. The distances are computed in a materialized CTE, where no index can serve them:
+#   PostgreSQL cannot turn that sort into an approximate HNSW walk behind our back.
+# * index: the HNSW walk (iterative scan, see settings), for a filtered set above
+#   HINDSIGHT_RECALL_EXACT_ROWS. pgvector filters the walk's candidates after the fact; when
+#   another project's near-duplicates or dead rows crowd the query's neighbourhood, the walk
+#   spends hnsw.max_scan_tuples (or its memory, hnsw.scan_mem_multiplier × work_mem) before
+#   enough rows pass and comes back short, or empty (issue 26: 39 of 40 recalls empty while
+#   exact search had 40 matches). `candidate_rows` then takes the exact way over the whole set.
+#
+# The choice is made inside the statement: the rows passing the filter are counted up to the
+# limit + 1 (ids only, no distances), and each way sits behind a one-time filter on that count,
+# so PostgreSQL runs only one of the two scans. A 'filtered' row returns the count (as its
+# distance), so the caller knows which way ran even when nothing matched.
+_COUNTED = (
+    "counted AS MATERIALIZED (SELECT count(*) AS n FROM (SELECT 1 FROM experiences_experience "
+    "WHERE {condition} LIMIT %s) passing)"
+)
+_EXACT = (
+    "exact AS MATERIALIZED (SELECT id AS exact_id, embedding <=> %s::halfvec AS distance "
+    "FROM experiences_experience WHERE {condition})"
+)
+
+
 def candidates_sql(
-    *, project: Project, query: RecallQuery, vector: str, keywords: tuple[str, str] | None = None
+    *,
+    project: Project,
+    query: RecallQuery,
+    vector: str,
+    keywords: tuple[str, str] | None = None,
+    exact_rows: int | None = -1,
 ) -> tuple[str, list]:
     """The pre-filter and both rankings as one statement (plain SQL: the ORM spent ~2.5 ms per
-    recall compiling a query and building 40 model instances): the nearest scenes by vector
-    (the HNSW index; iterative scan, see settings, keeps filtered results full), and, with
-    `keywords` (words, identifiers), the best keyword matches (the GIN index on `search`; the
-    distance is computed for the best ones only). Each row says which list it came from;
-    `candidates_scored` fuses them."""
+    recall compiling a query and building 40 model instances): the nearest scenes by vector,
+    exactly when at most `exact_rows` rows pass the filter (-1: HINDSIGHT_RECALL_EXACT_ROWS;
+    None: whatever their number), else by the HNSW index; and, with `keywords` (words,
+    identifiers), the best keyword matches (the GIN index on `search`; the distance is computed
+    for the best ones only). Each row says which list it came from (`vector`, `keyword`);
+    `candidates_scored` fuses them. One more row, ranking `filtered`, has the number of rows
+    passing the filter (up to `exact_rows` + 1) as its distance: `candidate_rows` reads it."""
+    if exact_rows == -1:
+        exact_rows = settings.HINDSIGHT_RECALL_EXACT_ROWS
     where, params = _filters(project=project, query=query)
     columns = ", ".join(RECALLED_COLUMNS)
     limit = max(settings.HINDSIGHT_RECALL_CANDIDATES, query.k)
     condition = " AND ".join(where)
     keyword_score = "0.0::real" if keywords is None else _KEYWORD_SCORE
-    # The nearest scenes first, then their keyword scores (40 rows, not the whole library).
-    vector_part = (
+    nulls = ", ".join(["NULL"] * len(RECALLED_COLUMNS))
+    # The nearest ids first, then their rows (joining first made PostgreSQL hash-join and sort
+    # every filtered row: 430 ms instead of ~70 for 64k rows).
+    by_exact = (
         f"(SELECT {columns}, distance, {keyword_score} AS keyword, 'vector' AS ranking FROM ("
-        f"SELECT {columns}, search, embedding <=> %s::halfvec AS distance "
-        f"FROM experiences_experience WHERE {condition} ORDER BY distance LIMIT %s) nearest)"
+        f"SELECT {columns}, search, distance FROM (SELECT exact_id, distance FROM exact "
+        f"ORDER BY distance, exact_id LIMIT %s) best "
+        f"JOIN experiences_experience ON id = best.exact_id) nearest"
     )
+    if exact_rows is None:
+        ctes = [_EXACT.format(condition=condition)]
+        cte_params: list = [vector, *params]
+        vector_part = (
+            f"{by_exact}) UNION ALL "
+            f"SELECT {nulls}, count(*)::float8, 0.0::real, 'filtered' FROM exact"
+        )
+        vector_params: list = [limit]
+    else:
+        ctes = [_COUNTED.format(condition=condition), _EXACT.format(condition=condition)]
+        cte_params = [*params, exact_rows + 1, vector, *params]
+        vector_part = (
+            f"{by_exact} WHERE (SELECT n FROM counted) <= %s) UNION ALL "
+            f"(SELECT {columns}, distance, {keyword_score} AS keyword, 'vector' AS ranking FROM ("
+            f"SELECT {columns}, search, embedding <=> %s::halfvec AS distance "
+            f"FROM experiences_experience WHERE {condition} ORDER BY distance LIMIT %s) nearest "
+            f"WHERE (SELECT n FROM counted) > %s) UNION ALL "
+            f"SELECT {nulls}, n::float8, 0.0::real, 'filtered' FROM counted"
+        )
+        vector_params = [limit, exact_rows, vector, *params, limit, exact_rows]
     if keywords is None:
-        return vector_part, [vector, *params, limit]
+        return f"WITH {', '.join(ctes)} {vector_part}", [*cte_params, *vector_params]
     words, identifiers = keywords
     # The rows holding the query's words come from the search index alone, and the pre-filter
     # is applied to them one by one (OFFSET 0 keeps the planner from merging the two): given
@@ -239,10 +301,54 @@ def candidates_sql(
         f"ORDER BY keyword DESC, id LIMIT %s) best "
         f"JOIN experiences_experience ON id = best.best_id)"
     )
-    sql = f"WITH {_KEYWORD_QUERY} {vector_part} UNION ALL {keyword_part}"
+    sql = f"WITH {', '.join(ctes)}, {_KEYWORD_QUERY} {vector_part} UNION ALL {keyword_part}"
     common = settings.HINDSIGHT_RECALL_COMMON_TERM
     rows = settings.HINDSIGHT_RECALL_KEYWORD_ROWS
-    return sql, [words, identifiers, common, rows, vector, *params, limit, vector, *params, limit]
+    return sql, [
+        *cte_params, words, identifiers, common, rows, *vector_params, vector, *params, limit,
+    ]  # fmt: skip
+
+
+def candidate_rows(
+    cursor: Any,
+    *,
+    project: Project,
+    query: RecallQuery,
+    vector: str,
+    keywords: tuple[str, str] | None = None,
+) -> tuple[list[tuple], str]:
+    """The candidate rows of a recall (for `candidates_scored`) and the way the vector ranking
+    found them: 'exact' (the filtered set is small), 'index' (the HNSW walk found a full pool),
+    'index-short' (the walk came back short, but with k items above the relevance floor) or
+    'index+exact' (the walk came back too short for k items: the filtered set was scanned
+    exactly, as it would have been had it been small).
+
+    So an answer has min(k, what exact search finds above the floor) items: a short walk is
+    never taken for "nothing (more) matches"."""
+    sql, params = candidates_sql(project=project, query=query, vector=vector, keywords=keywords)
+    cursor.execute(sql, params)
+    rows = cursor.fetchall()
+    (filtered,) = [row[-3] for row in rows if row[-1] == "filtered"]
+    rows = [row for row in rows if row[-1] != "filtered"]
+    if filtered <= settings.HINDSIGHT_RECALL_EXACT_ROWS:
+        return rows, "exact"
+    # A full pool from the walk is trusted: its rows come in (nearly) the order of distance, so
+    # a floor cut through it leaves nothing nearer behind.
+    pool = max(settings.HINDSIGHT_RECALL_CANDIDATES, query.k)
+    if sum(row[-1] == "vector" for row in rows) >= pool:
+        return rows, "index"
+    # A short walk that still found k items answers in full (an exact scan of a big filtered
+    # set costs ~0.5 ms per thousand rows).
+    floor = settings.HINDSIGHT_RECALL_MIN_SIMILARITY
+    found = {row[0] for row in rows if row[-1] == "keyword" or 1 - row[-3] >= floor}
+    if len(found) >= query.k:
+        return rows, "index-short"
+    logger.debug("recall: the HNSW walk came back short (project %s); exact scan", project.pk)
+    sql, params = candidates_sql(
+        project=project, query=query, vector=vector, keywords=keywords, exact_rows=None
+    )
+    cursor.execute(sql, params)
+    return [row for row in cursor.fetchall() if row[-1] != "filtered"], "index+exact"
 
 
 # Where candidates_sql puts each column of Recalled.
@@ -349,13 +455,11 @@ def experience_recall(
 ) -> RecallResult:
     started = time.perf_counter()
     vector = _query_vector(_query_text(query), get_embedder().model_name)
-    sql, params = candidates_sql(
-        project=project, query=query, vector=vector, keywords=query_keywords(query)
-    )
     # A read replica when one is configured (DATABASE_REPLICA_URL) and answers, else the primary.
     with connections[router.db_for_read(Experience, replica=True)].cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+        rows, _ = candidate_rows(
+            cursor, project=project, query=query, vector=vector, keywords=query_keywords(query)
+        )
     now = timezone.now()
     items = served_items(candidates_scored(rows, query=query, now=now), k=query.k)
     warnings = (

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from hindsight_client import Backoff, HindsightClient
+from tests.conftest import running_site_key
 from traces.models import Project
 from traces.services.api_keys import api_key_create
 
@@ -54,7 +55,7 @@ def spool_dir(tmp_path, monkeypatch) -> Path:
 @pytest.fixture
 def site(live_server, transactional_db) -> Site:
     project = Project.objects.create(name="client-tests")
-    key = api_key_create(project=project, scopes=["ingest", "recall"]).raw
+    key = api_key_create(project=project, scopes=["ingest", "recall", "read"]).raw
     return Site(url=live_server.url, key=key, project=project)
 
 
@@ -241,7 +242,14 @@ class SiteProcess:
                 self.process.wait()
 
     def key(self) -> str:
+        """The demo key: ingest and recall."""
         return (self.data_dir / "demo-api-key").read_text().strip()
+
+    def pipeline_key(self) -> str:
+        """A key that also reads trajectories back (`get_trace`)."""
+        if not hasattr(self, "_pipeline_key"):
+            self._pipeline_key = running_site_key(self.data_dir, ["ingest", "recall", "read"])
+        return self._pipeline_key
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = 15.0) -> None:

@@ -25,7 +25,7 @@ def server(tmp_path_factory):
 
 
 def test_a_body_the_server_refuses_before_reading_it_is_its_413_not_a_connection_error(server):
-    client = HindsightClient(server.url, server.key(), limits=ABOVE_THE_SERVER)
+    client = HindsightClient(server.url, server.pipeline_key(), limits=ABOVE_THE_SERVER)
     big = trajectory("six-mb")
     big["steps"][0]["observation"] = "x" * SIX_MB
 
@@ -40,7 +40,7 @@ def test_a_body_the_server_refuses_before_reading_it_is_its_413_not_a_connection
 
 
 def test_a_recorder_stores_6_mb_steps_cut_to_fit_and_completes(server):
-    client = HindsightClient(server.url, server.key())
+    client = HindsightClient(server.url, server.pipeline_key())
     rec = client.recorder(
         agent="a", task="huge tool outputs", max_observation_chars=2 * SIX_MB, backoff=FAST_BACKOFF
     )
@@ -64,7 +64,7 @@ def test_a_recorder_stores_6_mb_steps_cut_to_fit_and_completes(server):
 
 
 def test_a_recorder_above_the_servers_limit_gets_its_413_and_the_step_fails_alone(server):
-    client = HindsightClient(server.url, server.key(), limits=ABOVE_THE_SERVER)
+    client = HindsightClient(server.url, server.pipeline_key(), limits=ABOVE_THE_SERVER)
     rec = client.recorder(agent="a", task="limits out of step", backoff=FAST_BACKOFF)
     rec.record_event(tool="ls", observation="before")
     rec.record_event("llm_reasoning", content="c" * SIX_MB)

@@ -23,7 +23,7 @@ def site_process(tmp_path):
 
 
 def test_a_server_stopped_and_restarted_mid_recording_loses_nothing(site_process):
-    client = HindsightClient(site_process.url, site_process.key())
+    client = HindsightClient(site_process.url, site_process.pipeline_key())
     rec = client.recorder(
         agent="ops-bot",
         task="survive an outage",

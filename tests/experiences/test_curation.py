@@ -197,7 +197,7 @@ def test_exports_are_reproducible_and_complete(project, api_for, make_key):
     promoted(project, tools=["docker_logs"])
     promoted(project, tools=["kubectl"], advice="Use kubectl rollout status.")
     kb.kb_rebuild(project=project)
-    client = api_for(make_key(project, ("recall",)))
+    client = api_for(make_key(project, ("read",)))
 
     first = client.get("kb/export", {"format": "markdown"})
     second = client.get("kb/export", {"format": "markdown"})
@@ -214,5 +214,5 @@ def test_exports_are_reproducible_and_complete(project, api_for, make_key):
 
 
 def test_export_format_is_validated(project, api_for, make_key):
-    client = api_for(make_key(project, ("recall",)))
+    client = api_for(make_key(project, ("read",)))
     assert client.get("kb/export", {"format": "pdf"}).status_code == 422

@@ -77,7 +77,7 @@ def test_experience_detail_has_versions(api, reviewed):
 
 def test_experience_of_another_project_is_404(api, reviewed, make_project, make_key, api_for):
     experience_id = api.get("experiences").json()["items"][0]["id"]
-    outsider = api_for(make_key(make_project(), ("recall",)))
+    outsider = api_for(make_key(make_project(), ("read",)))
     assert outsider.get(f"experiences/{experience_id}").status_code == 404
     assert outsider.get("experiences").json()["items"] == []
 

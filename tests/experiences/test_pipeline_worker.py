@@ -30,9 +30,9 @@ def status_of(trace_id: int) -> str:
 
 
 def test_an_ingested_trajectory_gets_labels_and_an_experience(
-    live_server, ingest_key, celery_worker
+    live_server, pipeline_key, celery_worker
 ):
-    accepted = post_json(f"{live_server.url}/api/v1/traces", ingest_key, seed_000_body())
+    accepted = post_json(f"{live_server.url}/api/v1/traces", pipeline_key, seed_000_body())
 
     wait_until(lambda: status_of(accepted["id"]) == "reviewed", timeout=30)
     trace = Trace.objects.get(pk=accepted["id"])
@@ -52,14 +52,16 @@ def llm_env(fake_openai, **extra: str) -> dict[str, str]:
 
 
 def test_an_llm_that_keeps_failing_marks_the_trace_failed_and_a_retry_succeeds(
-    live_server, ingest_key, fake_openai, transactional_db, tmp_path
+    live_server, pipeline_key, fake_openai, transactional_db, tmp_path
 ):
     fake_openai.default = "500"
     worker = WorkerProcess(
         tmp_path / "worker.log", llm_env(fake_openai, HINDSIGHT_REVIEW_MAX_RETRIES="1")
     )
     try:
-        trace_id = post_json(f"{live_server.url}/api/v1/traces", ingest_key, seed_000_body())["id"]
+        trace_id = post_json(f"{live_server.url}/api/v1/traces", pipeline_key, seed_000_body())[
+            "id"
+        ]
         wait_until(lambda: status_of(trace_id) == "failed", timeout=30)
         trace = Trace.objects.get(pk=trace_id)
         assert "after 2 attempt(s)" in trace.review_status_reason
@@ -68,7 +70,7 @@ def test_an_llm_that_keeps_failing_marks_the_trace_failed_and_a_retry_succeeds(
         assert trace.steps.exclude(label="").count() == 0  # nothing half-applied
 
         fake_openai.default = "ok"
-        post_json(f"{live_server.url}/api/v1/traces/{trace_id}/review", ingest_key, {})
+        post_json(f"{live_server.url}/api/v1/traces/{trace_id}/review", pipeline_key, {})
         wait_until(lambda: status_of(trace_id) == "reviewed", timeout=30)
         assert Trace.objects.get(pk=trace_id).reviews.get().reviewer == "llm"
     finally:
@@ -76,14 +78,14 @@ def test_an_llm_that_keeps_failing_marks_the_trace_failed_and_a_retry_succeeds(
 
 
 def test_a_worker_killed_mid_review_does_not_lose_the_trace(
-    live_server, ingest_key, fake_openai, transactional_db, tmp_path
+    live_server, pipeline_key, fake_openai, transactional_db, tmp_path
 ):
     fake_openai.delay = 3.0  # the LLM is slow: the worker is killed while waiting for it
     env = llm_env(
         fake_openai, HINDSIGHT_VISIBILITY_TIMEOUT="2", HINDSIGHT_UNACKED_RESTORE_INTERVAL="1"
     )
     first = WorkerProcess(tmp_path / "first.log", env)
-    trace_id = post_json(f"{live_server.url}/api/v1/traces", ingest_key, seed_000_body())["id"]
+    trace_id = post_json(f"{live_server.url}/api/v1/traces", pipeline_key, seed_000_body())["id"]
     wait_until(lambda: status_of(trace_id) == "reviewing" and fake_openai.chat_requests, timeout=20)
     first.process.send_signal(signal.SIGKILL)
     first.process.wait()
@@ -99,11 +101,41 @@ def test_a_worker_killed_mid_review_does_not_lose_the_trace(
         second.stop()
 
 
+def test_a_review_that_loses_its_database_connection_is_retried_with_backoff(
+    live_server, pipeline_key, fake_openai, transactional_db, tmp_path
+):
+    # Before: the task failed on its dead connection, was not retried, and the trace was not
+    # reviewed (issue 26: traces sat `queued` until the stuck sweep, 15 minutes later).
+    from django.db import connection
+
+    fake_openai.delay = 1.5  # the worker's connection is terminated while it waits for the LLM
+    worker = WorkerProcess(tmp_path / "worker.log", llm_env(fake_openai, PGAPPNAME="rev-worker"))
+    try:
+        trace_id = post_json(f"{live_server.url}/api/v1/traces", pipeline_key, seed_000_body())[
+            "id"
+        ]
+        wait_until(lambda: status_of(trace_id) == "reviewing" and fake_openai.chat_requests)
+        fake_openai.delay = 0.0
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE application_name = 'rev-worker'"
+            )
+            assert cursor.fetchone()[0] >= 1
+
+        wait_until(lambda: status_of(trace_id) == "reviewed", timeout=30)
+        log = worker.log.read_text()
+        assert "Retry in" in log and "OperationalError" in log
+        assert Trace.objects.get(pk=trace_id).reviews.count() == 1
+    finally:
+        worker.stop()
+
+
 def test_a_batch_is_handed_over_in_one_message_and_every_trace_gets_reviewed(
-    live_server, ingest_key, celery_worker
+    live_server, pipeline_key, celery_worker
 ):
     bodies = [seed_000_body(f"batch-{i}") for i in range(3)]
-    results = post_json(f"{live_server.url}/api/v1/traces/batch", ingest_key, {"traces": bodies})
+    results = post_json(f"{live_server.url}/api/v1/traces/batch", pipeline_key, {"traces": bodies})
     ids = [r["id"] for r in results["results"]]
 
     wait_until(lambda: all(status_of(i) == "reviewed" for i in ids), timeout=40)
@@ -111,14 +143,14 @@ def test_a_batch_is_handed_over_in_one_message_and_every_trace_gets_reviewed(
 
 
 def test_a_human_relabel_re_derives_the_experience_through_the_worker(
-    live_server, ingest_key, celery_worker
+    live_server, pipeline_key, celery_worker
 ):
     from django.contrib.auth import get_user_model
 
     from traces.models import AuditEvent
     from traces.services.labels import step_relabel
 
-    trace_id = post_json(f"{live_server.url}/api/v1/traces", ingest_key, seed_000_body())["id"]
+    trace_id = post_json(f"{live_server.url}/api/v1/traces", pipeline_key, seed_000_body())["id"]
     wait_until(lambda: status_of(trace_id) == "reviewed", timeout=30)
     trace = Trace.objects.get(pk=trace_id)
     experience = Experience.objects.get(sources__trace=trace)

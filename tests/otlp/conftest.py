@@ -19,7 +19,7 @@ PROTOBUF = "application/x-protobuf"
 
 
 @pytest.fixture
-def post(ingest_key) -> Callable:
+def post(pipeline_key) -> Callable:
     """POST a raw body to the receiver with the project's ingest key (or `key`)."""
     client = Client()
 
@@ -32,7 +32,7 @@ def post(ingest_key) -> Callable:
     ):
         headers = dict(headers or {})
         if key == "default":
-            key = ingest_key
+            key = pipeline_key
         if key is not None:
             headers["Authorization"] = f"Bearer {key}"
         return client.post(PATH, data=body, content_type=content_type, headers=headers)

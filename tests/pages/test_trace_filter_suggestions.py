@@ -47,7 +47,7 @@ def test_a_part_of_an_environment_or_a_tool_finds_it(client_for, reviewer, trace
 
 
 def test_the_api_still_matches_exact_values_only(project, traces):
-    api = ApiClient(api_key_create(project=project, scopes=["ingest"]).raw)
+    api = ApiClient(api_key_create(project=project, scopes=["ingest", "read"]).raw)
 
     def agents(params: dict[str, str]) -> set[str]:
         return {item["agent"] for item in api.get("traces", params).json()["items"]}

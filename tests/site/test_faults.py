@@ -48,7 +48,7 @@ def call(site: Launcher, method: str, path: str, body: dict | None = None) -> di
     request = urllib.request.Request(
         f"{site.base_url}/api/v1/{path}", method=method,
         data=json.dumps(body).encode() if body is not None else None,
-        headers={"Authorization": f"Bearer {site.demo_key()}",
+        headers={"Authorization": f"Bearer {site.pipeline_key()}",
                  "Content-Type": "application/json"},
     )  # fmt: skip
     with urllib.request.urlopen(request, timeout=30) as response:
@@ -148,7 +148,7 @@ def test_a_frozen_redis_holds_ingest_up_for_at_most_a_second(site):
 
 def status_of(site: Launcher, path: str) -> tuple[int, dict, str]:
     request = urllib.request.Request(
-        f"{site.base_url}{path}", headers={"Authorization": f"Bearer {site.demo_key()}"}
+        f"{site.base_url}{path}", headers={"Authorization": f"Bearer {site.pipeline_key()}"}
     )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import trajectory
+from tests.conftest import running_site_key, trajectory
 
 pytestmark = pytest.mark.launcher
 
@@ -101,6 +101,12 @@ class Launcher:
         assert match, self.output
         return match.group(1)
 
+    def pipeline_key(self) -> str:
+        """A key that sends trajectories and reads them back (the demo key cannot read)."""
+        if not hasattr(self, "_pipeline_key"):
+            self._pipeline_key = running_site_key(self.data_dir, ["ingest", "read"])
+        return self._pipeline_key
+
 
 def processes_of(data_dir: Path) -> list[str]:
     """Live processes whose command line or environment mentions `data_dir` (PostgreSQL,
@@ -152,12 +158,13 @@ class Restart:
     leftovers: list[str]
     trace_id: int
     key_before: str
+    reader_key: str
 
 
 @pytest.fixture(scope="module")
 def restarted(site: Launcher) -> Restart:
     """Ingest a trace, stop the launcher with SIGTERM, start it again on the same data dir."""
-    key = site.demo_key()
+    key, reader = site.demo_key(), site.pipeline_key()
     status, body = http("POST", f"{site.base_url}/api/v1/traces", key, trajectory("survivor"))
     assert status == 201, body
     # An experience embedded by another model (as after an upgrade): the restart must say so.
@@ -177,7 +184,7 @@ def restarted(site: Launcher) -> Restart:
     while (leftovers := processes_of(site.data_dir)) and time.monotonic() < deadline:
         time.sleep(0.1)
     site.start()
-    return Restart(exit_status, running_before, leftovers, body["id"], key)
+    return Restart(exit_status, running_before, leftovers, body["id"], key, reader)
 
 
 # ---------------------------------------------------------------------------- one run
@@ -195,11 +202,12 @@ def test_web_workers_load_the_embedding_model_when_they_start(site):
     assert site.output.count(f": embedding model {model} ready") == 1
 
 
-def test_the_demo_key_works_over_http(site):
-    status, body = http("GET", f"{site.base_url}/api/v1/traces", site.demo_key())
+def test_the_demo_key_recalls_over_http_and_reads_nothing(site):
+    status, body = http("POST", f"{site.base_url}/api/v1/recall", site.demo_key(), {"task": "x"})
+    assert status == 200 and body["items"] == []
 
-    assert status == 200
-    assert isinstance(body["items"], list) and "next_cursor" in body
+    status, body = http("GET", f"{site.base_url}/api/v1/traces", site.demo_key())
+    assert status == 403 and "'read'" in body["detail"]
 
 
 def test_a_wrong_key_is_refused_over_http(site):
@@ -214,13 +222,17 @@ def test_a_second_launcher_on_the_same_data_dir_refuses_to_start(site):
     )
 
     assert second.returncode != 0
-    assert "already running" in second.stdout + second.stderr
-    assert site.process is not None and site.process.poll() is None  # the first one runs on
+    said = second.stdout + second.stderr
+    assert site.process is not None
+    assert f"already running on data dir {site.data_dir} (launcher pid {site.process.pid}, " \
+        f"serving http://127.0.0.1:{site.port})" in said  # fmt: skip
+    assert "port" not in said.split("serving")[0]  # never the advice to take another port
+    assert site.process.poll() is None  # the first one runs on
 
 
 def test_create_api_key_reaches_the_running_launchers_database(site):
     command = subprocess.run(
-        [sys.executable, "manage.py", "create_api_key", "--project", "demo", "--scopes", "ingest"],
+        [sys.executable, "manage.py", "create_api_key", "--project", "demo", "--scopes", "read"],
         env=child_env(site.data_dir),
         cwd=ROOT,
         capture_output=True,
@@ -250,7 +262,7 @@ def test_sigterm_leaves_no_process_of_its_data_dir(restarted):
 
 def test_traces_survive_a_restart(site, restarted):
     status, body = http(
-        "GET", f"{site.base_url}/api/v1/traces/{restarted.trace_id}", restarted.key_before
+        "GET", f"{site.base_url}/api/v1/traces/{restarted.trace_id}", restarted.reader_key
     )
 
     assert status == 200
@@ -264,3 +276,43 @@ def test_a_restart_names_vectors_of_another_embedding_model(site, restarted):
 
 def test_the_demo_key_survives_a_restart(site, restarted):
     assert site.demo_key() == restarted.key_before
+
+
+# ---------------------------------------------------------------------------- a crash
+
+
+@dataclass(frozen=True)
+class Crash:
+    launcher_pid: int
+    left_running: list[str]
+
+
+@pytest.fixture(scope="module")
+def crashed(site: Launcher, restarted: Restart) -> Crash:
+    """SIGKILL the launcher (as the OOM killer would), then start one on another port."""
+    assert site.process is not None
+    killed = site.process.pid
+    site.process.kill()
+    site.process.wait()
+    deadline = time.monotonic() + 30  # the children get SIGTERM: gunicorn's grace is 10 s
+    while (left := [p for p in processes_of(site.data_dir) if "postgres" not in p]) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.2)
+    site.port = free_port()
+    site.start()
+    return Crash(killed, left)
+
+
+def test_a_launcher_killed_by_sigkill_takes_web_worker_beat_and_redis_with_it(crashed):
+    # Before: gunicorn, Celery and Redis kept serving, unsupervised, and the next launcher
+    # said the port was in use.
+    assert crashed.left_running == []
+
+
+def test_the_next_launcher_on_another_port_takes_over_the_data_dir(site, restarted, crashed):
+    status, body = http(
+        "GET", f"{site.base_url}/api/v1/traces/{restarted.trace_id}", restarted.reader_key
+    )
+    assert status == 200 and body["external_id"] == "survivor"
+    assert "port" not in site.output.split("ready")[0]  # no port advice, no second stack

@@ -22,13 +22,13 @@ def test_unknown_key_is_401(api_for):
     assert api_for("hs_not-a-real-key").get("traces").status_code == 401
 
 
-def test_revoked_key_is_401(api, ingest_key):
+def test_revoked_key_is_401(api, pipeline_key):
     ApiKey.objects.update(revoked_at=timezone.now())
     assert api.post("traces", trajectory()).status_code == 401
 
 
-def test_key_in_x_api_key_header_works(api, ingest_key):
-    response = api.client.get("/api/v1/traces", headers={"X-API-Key": ingest_key})
+def test_key_in_x_api_key_header_works(api, pipeline_key):
+    response = api.client.get("/api/v1/traces", headers={"X-API-Key": pipeline_key})
     assert response.status_code == 200
 
 
@@ -72,7 +72,7 @@ def test_rate_limit_answers_429_with_retry_after(api, settings):
 
 def test_rate_limit_is_per_key(api, project, make_key, api_for, settings):
     settings.HINDSIGHT_RATE_LIMIT_PER_MINUTE = 1
-    other = api_for(make_key(project, ("ingest",)))
+    other = api_for(make_key(project, ("ingest", "read")))
     assert api.get("traces").status_code == 200
     assert other.get("traces").status_code == 200
     assert api.get("traces").status_code == 429
@@ -91,3 +91,67 @@ def test_the_limit_admits_a_burst_then_refills_at_its_rate():
     assert refused and all(0 < wait <= 0.1 for wait in refused)
     time.sleep(max(refused[-1], 0.0) + 0.05)
     assert rate_limit_check(subject=subject, limit=600) == 0
+
+
+READS = ["traces", "traces/{trace}", "experiences", "failure-patterns", "kb/export"]
+
+
+@pytest.mark.parametrize(
+    ("scopes", "can_read"),
+    [
+        (("ingest", "recall"), False),  # the demo key: what an agent needs, no reading
+        (("ingest",), False),
+        (("recall",), False),
+        (("read",), True),
+        (("admin",), True),
+    ],
+)
+def test_reading_traces_the_library_and_the_kb_export_needs_the_read_scope(
+    api, project, make_key, api_for, scopes, can_read
+):
+    trace_id = api.post("traces", trajectory()).json()["id"]
+    client = api_for(make_key(project, scopes))
+
+    statuses = {path: client.get(path.format(trace=trace_id)).status_code for path in READS}
+
+    assert statuses == dict.fromkeys(READS, 200 if can_read else 403)
+    if not can_read:
+        detail = client.get("traces").json()["detail"]
+        assert detail == "this API key lacks the 'read' or 'admin' scope"
+
+
+def test_the_demo_key_sends_and_recalls(project, make_key, api_for):
+    from hindsight_site.launcher import DEMO_KEY_SCOPES
+
+    demo = api_for(make_key(project, tuple(DEMO_KEY_SCOPES)))
+    assert demo.post("traces", trajectory()).status_code == 201
+    assert demo.post("recall", {"task": "web container restarting"}).status_code == 200
+    assert demo.get("traces").status_code == 403
+
+
+@pytest.mark.django_db(transaction=True)
+def test_keys_that_could_read_before_the_read_scope_keep_reading(project):
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before, after = [("traces", "0015_tool_profiles")], [("traces", "0016_apikey_read_scope")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = {
+        ("ingest",): ["ingest", "read"],  # it read traces and experiences
+        ("recall",): ["recall", "read"],  # it exported the KB
+        ("ingest", "recall"): ["ingest", "recall", "read"],
+        ("admin",): ["admin"],  # admin reads everything already
+        ("admin", "ingest"): ["admin", "ingest"],
+    }
+    with connection.cursor() as cursor:
+        for n, scopes in enumerate(old):
+            cursor.execute(
+                "INSERT INTO traces_apikey (project_id, name, prefix, key_hash, scopes, "
+                "created_at) VALUES (%s, '', 'hs_old', %s, %s, now())",
+                [project.pk, f"old-{n}", list(scopes)],
+            )
+    MigrationExecutor(connection).migrate(after)
+
+    migrated = {k.key_hash: sorted(k.scopes) for k in ApiKey.objects.all()}
+    assert migrated == {f"old-{n}": sorted(new) for n, new in enumerate(old.values())}

@@ -26,13 +26,13 @@ def run(*args: str) -> tuple[str, str]:
 
 
 def test_create_api_key_prints_a_key_that_authenticates(api_for):
-    out, err = run("create_api_key", "--project", "acme", "--scopes", "ingest")
+    out, err = run("create_api_key", "--project", "acme", "--scopes", "ingest,read")
     key = out.strip()
 
     assert key.startswith("hs_") and "\n" not in key  # stdout is the key alone: scriptable
     assert "not shown again" in err
     assert api_for(key).get("traces").status_code == 200
-    assert ApiKey.objects.get(project__name="acme").scopes == ["ingest"]
+    assert ApiKey.objects.get(project__name="acme").scopes == ["ingest", "read"]
 
 
 def test_create_api_key_reuses_an_existing_project(make_project):
@@ -44,7 +44,7 @@ def test_create_api_key_reuses_an_existing_project(make_project):
 
 
 def test_create_api_key_refuses_unknown_scopes_naming_the_allowed_ones():
-    with pytest.raises(CommandError, match="admin, ingest, recall") as refused:
+    with pytest.raises(CommandError, match="admin, ingest, read, recall") as refused:
         run("create_api_key", "--project", "fresh", "--scopes", "ingest,superuser")
 
     assert "superuser" in str(refused.value)

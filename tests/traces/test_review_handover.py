@@ -1,14 +1,18 @@
 """The hand-over to Celery on commit: Redis up, Redis really stopped, and a real worker."""
 
 import time
+from datetime import timedelta
 
 import pytest
 import redis as redis_lib
 from django.conf import settings
+from django.utils import timezone
 
+from core.publish import tasks_waiting
 from tests.conftest import trajectory, wait_until
 from traces.models import Trace
-from traces.services.review_queue import trace_enqueue_stale
+from traces.services.review_queue import REVIEW_TASK, trace_enqueue_stale
+from traces.tasks import enqueue_pending_traces
 
 
 def _queued_messages() -> int:
@@ -94,6 +98,43 @@ def test_sweep_republishes_traces_stuck_in_queued(api, empty_queue):
 
     assert trace_enqueue_stale() == 1
     assert _queued_messages() == 1
+
+
+def _waiting_reviews() -> list[int]:
+    return sorted(args[0] for _, args in tasks_waiting({REVIEW_TASK}) or [])
+
+
+def test_the_sweep_sends_again_within_a_minute_a_queued_trace_whose_task_is_gone(api, empty_queue):
+    # Before: a queued trace whose task was lost waited for the stuck sweep, 15 minutes.
+    lost, waiting, taken = (api.post("traces", trajectory(n)).json()["id"] for n in "abc")
+    broker = redis_lib.from_url(settings.REDIS_URL)
+    for message in broker.lrange("celery", 0, -1):
+        if f'"argsrepr": "({lost},)"' in message.decode():
+            broker.lrem("celery", 1, message)  # its delivery failed and could not say so
+    assert _waiting_reviews() == [waiting, taken]
+    from celery import current_app
+
+    with current_app.connection_for_read() as connection:
+        queue = connection.SimpleQueue("celery")
+        held = queue.get(timeout=5)  # taken by a consumer, not acknowledged (kombu's unacked)
+        Trace.objects.update(review_status_at=timezone.now() - timedelta(seconds=40))
+
+        assert enqueue_pending_traces() == 1
+
+        assert _waiting_reviews() == sorted([lost, waiting, taken])  # each exactly once
+        assert Trace.objects.get(pk=lost).review_status == "queued"
+        held.requeue()
+        queue.close()
+
+
+def test_the_sweep_leaves_queued_traces_alone_while_the_broker_is_unreadable(
+    api, empty_queue, redis_control
+):
+    api.post("traces", trajectory())
+    Trace.objects.update(review_status_at=timezone.now() - timedelta(seconds=40))
+    redis_control.stop()
+    assert tasks_waiting({REVIEW_TASK}) is None
+    assert enqueue_pending_traces() == 0
 
 
 @pytest.mark.worker

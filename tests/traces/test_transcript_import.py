@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from tests.traces.transcripts import (
+    BUILDERS,
+    Call,
     anthropic_result,
     anthropic_text,
     anthropic_thinking,
@@ -364,7 +366,52 @@ def test_a_system_role_in_anthropic_messages_is_refused_with_where_it_goes(api):
     assert error["loc"][2:] == ["messages", 0, "role"] and "metadata" in error["msg"]
 
 
+def test_a_non_boolean_is_error_is_refused_not_read_as_false(api):
+    messages = anthropic_messages()
+    messages[2]["content"][1]["is_error"] = "yes"  # was stored as is_error false
+    error = detail_of(api.post("traces/import", import_body("anthropic", messages=messages)))
+
+    assert error["loc"][2:] == ["messages", 2, "content", 1, "is_error"]
+    assert "expected true or false, got a string" in error["msg"]
+
+
+def test_a_non_boolean_is_error_of_a_server_tool_result_is_refused(api):
+    messages = [
+        {"role": "user", "content": TASK},
+        {"role": "assistant", "content": [
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+            {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [],
+             "is_error": 1},
+        ]},
+    ]  # fmt: skip
+    error = detail_of(api.post("traces/import", import_body("anthropic", messages=messages)))
+
+    assert error["loc"][2:] == ["messages", 1, "content", 1, "is_error"]
+
+
 # ---------------------------------------------------------------------------- common rules
+
+
+@pytest.mark.parametrize(
+    ("named", "actual"),
+    [(n, a) for n in BUILDERS for a in BUILDERS if n != a],
+)
+def test_a_transcript_of_another_format_is_refused_naming_what_it_looks_like(api, named, actual):
+    # Sent as another format, a transcript lost its tool calls (201, one step) or was refused
+    # for a missing role without saying why.
+    calls = [Call("docker_ps", {"all": True}, "web  Restarting (137)")]
+    messages = BUILDERS[actual](TASK, calls, "It was OOMKilled.")
+    error = detail_of(api.post("traces/import", import_body(named, messages=messages)))
+
+    assert f"this transcript looks like format '{actual}'" in error["msg"]
+    assert error["loc"][2] == "messages" and Trace.objects.count() == 0
+
+
+@pytest.mark.parametrize("format", BUILDERS)
+def test_a_text_only_conversation_imports_under_any_format(api, format):
+    messages = [{"role": "user", "content": TASK}, {"role": "assistant", "content": "Done."}]
+    trace = stored(api.post("traces/import", import_body(format, messages=messages)))
+    assert trace.final_answer == "Done."
 
 
 def test_a_given_task_wins_over_the_opening_request(api):

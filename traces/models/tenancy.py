@@ -63,9 +63,10 @@ class PasswordChangeDue(models.Model):
 
 class ApiKey(models.Model):
     class Scope(models.TextChoices):
-        INGEST = "ingest"
-        RECALL = "recall"
-        ADMIN = "admin"
+        INGEST = "ingest"  # send trajectories (and send one back to review)
+        RECALL = "recall"  # recall, its feedback, warnings: what an agent needs at run time
+        READ = "read"  # read trajectories (raw observations), experiences, the KB export
+        ADMIN = "admin"  # everything
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_keys")
     name = models.CharField(max_length=100, blank=True)
@@ -85,7 +86,7 @@ class ApiKey(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(
-                condition=Q(scopes__contained_by=["ingest", "recall", "admin"]),
+                condition=Q(scopes__contained_by=["ingest", "recall", "read", "admin"]),
                 name="traces_apikey_scopes_valid",
             ),
         ]

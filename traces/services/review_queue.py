@@ -71,6 +71,44 @@ def trace_enqueue_stale(*, limit: int = 1000) -> int:
     return review_enqueue(trace_ids=ids)
 
 
+# A queued trace whose review task the broker no longer holds (in no queue, taken by no worker)
+# was lost: a delivery that failed and could not say so (the database was down, issue 26: 11
+# traces sat queued 16 minutes), or a broker that lost it. Past this age the sweep sends it
+# again, so with the 30 s sweep within a minute.
+QUEUED_LOST_AFTER = timedelta(seconds=30)
+
+
+def trace_enqueue_lost(*, limit: int = 1000) -> int:
+    """Beat: send again the review of queued traces whose task the broker does not hold."""
+    from core.publish import tasks_waiting
+
+    ids = list(
+        Trace.objects.filter(
+            completed_at__isnull=False,
+            review_status=Trace.ReviewStatus.QUEUED,
+            review_status_at__lt=timezone.now() - QUEUED_LOST_AFTER,
+        )
+        .order_by("review_status_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    if not ids:
+        return 0
+    waiting = tasks_waiting({REVIEW_TASK, REVIEW_MANY_TASK})
+    if waiting is None:
+        return 0  # no judgement possible: STUCK_AFTER is the backstop
+    held: set[int] = set()
+    for name, args in waiting:
+        held.update(args[0] if name == REVIEW_MANY_TASK else args[:1])
+    lost = [trace_id for trace_id in ids if trace_id not in held]
+    if not lost:
+        return 0
+    logger.warning("%d queued trace(s) have no review task in the broker: sending again", len(lost))
+    Trace.objects.filter(pk__in=lost, review_status=Trace.ReviewStatus.QUEUED).update(
+        review_status=Trace.ReviewStatus.PENDING, review_status_at=timezone.now()
+    )
+    return review_enqueue(trace_ids=lost)
+
+
 # A review held this long by a worker that does not answer a ping is taken back, so with the
 # 30 s sweep it is back in review within a minute (the LLM call of a live worker can take
 # minutes: only a silent worker loses its reviews).

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from traces.transcripts import anthropic, openai, openai_responses
+from traces.transcripts import anthropic, openai, openai_responses, shapes
 from traces.transcripts.common import Conversation, Loc, TranscriptError, loc_text
 
 Format = Literal["openai", "openai-responses", "anthropic"]
@@ -60,6 +60,7 @@ def native_trace(*, format: str, messages: list[Any], header: dict[str, Any]) ->
     Raises a ValidationError located in `messages` when the transcript cannot be read.
     """
     try:
+        shapes.refuse_foreign_shape(format, messages)
         conversation = CONVERTERS[format](messages)
     except TranscriptError as error:
         raise ValidationError.from_exception_data(

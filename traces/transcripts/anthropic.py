@@ -24,6 +24,7 @@ from traces.transcripts.common import (
     as_object,
     join_texts,
     media_placeholder,
+    optional_bool,
     parse_arguments,
     parts_text,
     required_text,
@@ -74,7 +75,7 @@ def _user(conversation: Conversation, blocks: list[Any], loc: Loc, *, whole: boo
                 output=parts_text(block.get("content"), (*block_loc, "content")),
                 loc=block_loc,
                 id_loc=(*block_loc, "tool_use_id"),
-                is_error=True if block.get("is_error") is True else None,
+                is_error=True if optional_bool(block, "is_error", block_loc) else None,
                 what="tool_use",
             )
             continue
@@ -125,7 +126,7 @@ def _assistant(conversation: Conversation, blocks: list[Any], loc: Loc) -> None:
 def _server_tool_result(conversation: Conversation, block: dict[str, Any], loc: Loc) -> None:
     """A server tool's result (web search, code execution, MCP) sits in the assistant turn."""
     content = block.get("content")
-    failed = block.get("is_error") is True or (
+    failed = optional_bool(block, "is_error", loc) or (
         isinstance(content, dict) and str(content.get("type", "")).endswith("_error")
     )
     if isinstance(content, list) and all(

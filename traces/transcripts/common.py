@@ -48,6 +48,15 @@ def required_text(item: dict[str, Any], key: str, loc: Loc) -> str:
     return value
 
 
+def optional_bool(item: dict[str, Any], key: str, loc: Loc) -> bool | None:
+    """A flag that may be absent (or null); anything but true / false is refused, never read
+    as false."""
+    value = item.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise TranscriptError((*loc, key), f"expected true or false, got {_json_type(value)}")
+    return value
+
+
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"

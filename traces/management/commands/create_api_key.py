@@ -26,7 +26,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--scopes",
             default="ingest,recall",
-            help="comma-separated subset of ingest,recall,admin (default: ingest,recall)",
+            help="comma-separated subset of ingest,recall,read,admin (default: ingest,recall)",
         )
         parser.add_argument("--name", default="", help="a label to recognise the key by")
 

@@ -1,0 +1,32 @@
+import os
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+from django.urls import reverse
+
+from traces.services.sign_in_links import sign_in_link_token
+
+
+class Command(BaseCommand):
+    help = (
+        "Print a one-time sign-in link for an account, past the sign-in throttle: the way in "
+        "for an admin whose sign-in is delayed (or who lost the password: change it then)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("username")
+        parser.add_argument(
+            "--base-url",
+            help="the site's address as its users reach it (default: http://localhost:"
+            "HINDSIGHT_PORT)",
+        )
+
+    def handle(self, *args, username: str, base_url: str | None, **options):
+        user = get_user_model().objects.filter(username=username, is_active=True).first()
+        if user is None:
+            raise CommandError(f"no active account named {username!r}")
+        port = os.environ.get("HINDSIGHT_PORT", "").strip() or "8000"  # the launcher's
+        base = (base_url or f"http://localhost:{port}").rstrip("/")
+        path = reverse("sign_in_link", args=[sign_in_link_token(user=user)])
+        self.stdout.write(base + path)
+        self.stderr.write("It signs in once, within 10 minutes (HINDSIGHT_SIGN_IN_LINK_SECONDS).")
