@@ -17,9 +17,9 @@ Per dataset (the figures of issue 23):
   is constant). Items marked `same_instance` (an exact replay for the same case) are excepted
   and counted apart;
 * `state_changing_unneeded` — probes for which one of the first three items tells the agent to
-  make a state-changing call (the gold's writes, named outside a "do not" clause and outside the
-  "When you use X:" condition an item opens with) that the probe's gold does not need (τ-bench:
-  its gold actions; HotpotQA: Finish is always needed);
+  make a state-changing call (the gold's writes, named outside a "do not" clause, the "When you
+  use X:" condition an item opens with and a "… before you X" warning) that the probe's gold
+  does not need (τ-bench: its gold actions; HotpotQA: Finish is always needed);
 * `wrong_write_warned` — probes whose task failed in the history through a wrong write (a write
   the gold does not have, by name and arguments): the share where one of the first three items
   warns of that write ("do not" / "avoid" naming its tool, or "… before you <tool>");
@@ -245,7 +245,8 @@ def _recommends(advice: str, unneeded: set[str], tools: set[str]) -> bool:
     outside the "When you use X:" condition it starts with."""
     if not unneeded:
         return False
-    kept = _CONDITION.sub(" ", _DO_NOT.sub(" ", advice))
+    # "check it … before you X" warns of X (warned_tools): not a push to make the call either.
+    kept = _CHECK_BEFORE.sub(" ", _CONDITION.sub(" ", _DO_NOT.sub(" ", advice)))
     words = set(re.findall(r"[\w.-]+", kept))
     return bool(words & unneeded)
 

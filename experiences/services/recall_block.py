@@ -8,9 +8,9 @@ family's workflow is for). **Order**: the same case first (its replay is the mos
 memory there is), then the family's workflow, then the rest by score.
 
 **The same case.** An item is the same case as the query when the query names one of the
-identifiers of the item's request (a user id, an order number: tokens with a digit, an
-underscore or other inner punctuation) or asks nearly the same thing (similarity at least
-HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY). Then the exact replay of that run, identifiers
+identifiers of the item's request (a user id, an order number: tokens with letters and digits,
+or underscored names; never a bare number or price) or asks nearly the same thing (similarity
+at least HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY). Then the exact replay of that run, identifiers
 included, is served in place of the general advice; any other item gives only the strategy.
 """
 
@@ -38,7 +38,14 @@ class Case:
 
 
 def _identifiers(text: str) -> set[str]:
-    return {v for v in key_values(text) if any(c.isdigit() or c in "_.:/@#-" for c in v)}
+    """Ids of one case: a token with letters and digits ("k1nw8n", "b08fsysm24") or an
+    underscored name ("mia_li_3668"); never a bare number, price or date ("40.00" is in half of
+    all shopping requests)."""
+    return {
+        v
+        for v in key_values(text)
+        if "_" in v or (any(c.isdigit() for c in v) and any(c.isalpha() for c in v))
+    }
 
 
 def same_case_of(items, query_task: str) -> dict[int, Case]:

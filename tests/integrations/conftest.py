@@ -23,14 +23,15 @@ from tests.fake_openai import FakeOpenAI
 @dataclass
 class LiveSite:
     url: str
-    key: str  # the demo key: scopes ingest and recall
+    key: str  # the demo key: scopes ingest and recall (what the examples are given)
+    reader: str  # a key that also reads trajectories back (the tests' checks)
 
     def client(self, **options: Any) -> HindsightClient:
         return HindsightClient(self.url, self.key, **{"spool_dir": False, **options})
 
     def get(self, path: str) -> Any:
         request = urllib.request.Request(
-            f"{self.url}/api/v1/{path}", headers={"Authorization": f"Bearer {self.key}"}
+            f"{self.url}/api/v1/{path}", headers={"Authorization": f"Bearer {self.reader}"}
         )
         with urllib.request.urlopen(request, timeout=10) as answer:
             return json.loads(answer.read())
@@ -71,7 +72,7 @@ def live_site(tmp_path_factory) -> Iterator[LiveSite]:
     site.env["HINDSIGHT_WARN_MIN_OCCURRENCES"] = "1"
     site.start()
     try:
-        yield LiveSite(url=site.url, key=site.key())
+        yield LiveSite(url=site.url, key=site.key(), reader=site.pipeline_key())
     finally:
         site.stop()
 

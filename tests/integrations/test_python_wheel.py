@@ -87,7 +87,8 @@ def test_the_wheel_installs_alone_and_its_tests_pass_from_an_empty_venv(live_sit
         env={
             **os.environ,
             "HINDSIGHT_URL": live_site.url,
-            "HINDSIGHT_API_KEY": live_site.key,
+            # ingest, recall and read: the client's tests read their trajectories back
+            "HINDSIGHT_API_KEY": live_site.reader,
             "HINDSIGHT_CLIENT_EXPECTED_PREFIX": str(venv),
         },
         capture_output=True,

@@ -46,7 +46,8 @@ def test_the_package_builds_packs_and_its_tests_pass_against_the_site(
         env={
             **os.environ,
             "HINDSIGHT_URL": live_site.url,
-            "HINDSIGHT_API_KEY": live_site.key,
+            # ingest, recall and read: the client's tests read their trajectories back
+            "HINDSIGHT_API_KEY": live_site.reader,
             "OPENAI_BASE_URL": agent_llm.base_url,
             "OPENAI_API_KEY": "test-key",
         },

@@ -253,12 +253,13 @@ def test_recall_reads_the_replica_and_logs_on_the_primary(site):
         # Stored on the primary, not yet replayed on the replica: recall read the replica.
         assert second not in _ids(answer)
         assert not site.replica_sql("SELECT 1 FROM experiences_experience WHERE id = %s", (second,))
-        # The site's one connection to the replica ran recall's candidate query last (its
-        # text starts with the keyword terms; pg_stat_activity keeps the first 1 kB).
+        # The site's one connection to the replica ran recall's reads last: the candidate query
+        # (it counts the filtered rows first; pg_stat_activity keeps the first 1 kB), then the
+        # returned items' requests and replays (recall_block.same_case_of) when there are any.
         ((on_replica,),) = site.replica_sql(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid() AND query LIKE %s",
-            ("WITH%keyword_terms AS%",),
+            "AND pid <> pg_backend_pid() AND (query LIKE %s OR query LIKE %s)",
+            ("WITH counted AS MATERIALIZED%", "SELECT e.id, e.request, e.summary, e.replay%"),
         )
         assert on_replica == 1
         # The recall log was written to the primary (the replica has not even replayed it).

@@ -738,11 +738,12 @@ def test_the_strategy_is_not_a_bare_list_of_tool_names():
 def test_a_refused_purchase_teaches_to_check_it_not_to_stop_buying():
     template = review(*wrong_turn_trajectory()).template
     assert template.experience == (
-        "When you use click: the run's click was refused (the checker said \"Your score (min "
-        '0.0, max 1.0): 0.0"); check it against every part of the request before you click.'
+        'When you use click: click <target from click> was refused (the checker said "Your '
+        'score (min 0.0, max 1.0): 0.0"); check it against every part of the request before you '
+        "click."
     )
     assert "B08Y2" not in template.experience  # that run's product, not the next one's
-    assert 'do not click "Buy Now"' in template.replay
+    assert 'click "Buy Now" was refused: the checker said' in template.replay
 
 
 def test_a_refused_answer_names_where_it_came_from_without_its_value():
@@ -750,11 +751,11 @@ def test_a_refused_answer_names_where_it_came_from_without_its_value():
     template = review(trace, steps).template
     assert template.experience.startswith("When you use finish: finish <answer of the case> was")
     assert "1985" not in template.experience
-    assert 'do not finish "1985": the checker said "Answer is INCORRECT"' in template.replay
+    assert 'finish "1985" was refused: the checker said "Answer is INCORRECT"' in template.replay
     assert template.blamed_step == 4
 
 
-def test_a_failure_lesson_says_what_worked_after_the_wrong_step():
+def test_a_look_up_that_failed_teaches_what_to_do_when_it_fails_not_to_stop_looking():
     steps = [
         missing_config(0, error_type="FileNotFoundError"),
         call(1, "list_dir", {"path": "/etc/app"}, "config.yml\nREADME"),
@@ -763,10 +764,10 @@ def test_a_failure_lesson_says_what_worked_after_the_wrong_step():
     ]
     trace = tv(task="What port does the app in /etc/app listen on?", outcome="failure")
     experience = review(trace, steps).template.experience
-    assert experience.startswith(
-        'When you use read_file: do not read_file "/etc/app.yml": it returned "FileNotFoundError".'
+    assert experience == (
+        'When you use read_file: read_file "/etc/app.yml" can fail (it returned '
+        '"FileNotFoundError"); then list_dir <path from the request> instead.'
     )
-    assert " Instead, list_dir <path from the request>" in experience
 
 
 def test_a_failed_trajectory_yields_a_lesson_and_does_not_offer_the_same_failure_as_the_fix():

@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 
 export const URL = process.env.HINDSIGHT_URL ?? "http://127.0.0.1:8000";
+// The key needs ingest, recall and read (the tests read their trajectories back).
 export const KEY = process.env.HINDSIGHT_API_KEY ?? "";
 export const LLM = process.env.OPENAI_BASE_URL ?? "";
 export const PACKAGE = join(dirname(fileURLToPath(import.meta.url)), "..");

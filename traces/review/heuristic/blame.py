@@ -41,6 +41,7 @@ EVIDENCE = (
 )
 REFUSED = EVIDENCE[1]
 CHANGED = EVIDENCE[2]
+FAILED = EVIDENCE[3]
 QUOTE_CHARS = 80
 
 
@@ -67,10 +68,14 @@ class Blame:
 _IDENTIFIER = re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{4,}\b")
 
 
-def _quote(text: str) -> str:
-    """The first sentence, its identifiers left out ("no seats on flight HAT290" reads "no
-    seats on flight …"): they belong to that one case."""
-    quoted = _IDENTIFIER.sub("…", first_sentence(text, QUOTE_CHARS)).replace('"', "'")
+def _quote(text: str, hide: tuple[str, ...] = ()) -> str:
+    """The first sentence, its identifiers and the call's own values (`hide`) left out ("no
+    seats on flight HAT290" reads "no seats on flight …", "Could not find [Scat]" for a search
+    of Scat "Could not find […]"): they belong to that one case."""
+    quoted = first_sentence(text, QUOTE_CHARS)
+    for value in sorted({v for v in hide if len(v) >= 3}, key=len, reverse=True):
+        quoted = re.sub(re.escape(value), "…", quoted, flags=re.IGNORECASE)
+    quoted = _IDENTIFIER.sub("…", quoted).replace('"', "'")
     return f'"{quoted}"'
 
 

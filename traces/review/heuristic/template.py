@@ -12,7 +12,7 @@ literal run, ids included, is the `replay`: served only when the very same case 
 
 from collections.abc import Mapping
 
-from traces.review.heuristic.blame import CHANGED, REFUSED, Blame, blame_of
+from traces.review.heuristic.blame import CHANGED, FAILED, REFUSED, Blame, blame_of
 from traces.review.heuristic.placeholders import (
     Sources,
     call_pattern,
@@ -77,6 +77,10 @@ def _lesson(
     ended_on_it = step is last_call and not any(
         s.kind == "user_input" for s in request.steps if s.index > step.index
     )
+    recovered = [s for s in necessary_calls if s.index > step.index]
+    instead = path_pattern(recovered, sources, 3) if recovered else ""
+    if instead == phrase:
+        instead = ""  # the same call again is no alternative
     if blame.evidence == REFUSED or (blame.evidence == CHANGED and ended_on_it):
         # The final answer or purchase (refused, or the commit the run ended on) is needed
         # every time, and its literal value belongs to that one case: the lesson is to check
@@ -87,11 +91,15 @@ def _lesson(
             f"{where}: {shown} {verdict} ({blame.consequence}); check it against every "
             f"part of the request before you {step.tool}."
         )
+    elif blame.evidence == FAILED and request.trace.call_effect(step).is_read_only:
+        # A look-up that failed: looking up is still right, the lesson is what to do when it
+        # fails like that (its own value belongs to that case).
+        advice = f"{where}: {phrase} can fail ({blame.consequence}); then "
+        advice += f"{instead} instead." if instead else "change its arguments, do not repeat it."
+        return advice, pitfall
     else:
         advice = f"{where}: do not {pitfall}."
-    recovered = [s for s in necessary_calls if s.index > step.index]
-    instead = path_pattern(recovered, sources, 3) if recovered else ""
-    if instead and instead != _blamed_phrase(blame, sources):
+    if instead:
         advice += f" Instead, {instead}."
     return advice, pitfall
 
@@ -99,14 +107,22 @@ def _lesson(
 def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blame | None) -> str:
     """The same run with its literal values, for the very same case (ids, question) again."""
     outcome = request.trace.outcome
-    calls = necessary_calls or [s for s in request.steps if s.tool]
+    blamed = blame.step.index if blame is not None else None
+    calls = [c for c in necessary_calls if c.index != blamed] or [
+        s for s in request.steps if s.tool and s.index != blamed
+    ]
     text = f"The same case ran before ({outcome})"
     if calls:
         text += f": {literal_path(calls)}"
     if blame is not None:
         step = blame.step
         what = literal_call(step) if step.tool else f'reply "{first_sentence(step.content, 60)}"'
-        text += f"; do not {what}: {blame.consequence}"
+        if blame.evidence in (REFUSED, CHANGED) and step.tool:
+            # The answer or purchase itself is needed: that one was wrong for this case.
+            verdict = "was refused" if blame.evidence == REFUSED else "was not right"
+            text += f"; {what} {verdict}: {blame.consequence}"
+        else:
+            text += f"; do not {what}: {blame.consequence}"
     elif outcome in ("success", "partial") and request.trace.final_answer:
         text += f'; the answer was "{cut_at_word(request.trace.final_answer, 80)}"'
     return text + "."
