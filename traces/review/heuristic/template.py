@@ -176,8 +176,16 @@ def build_template(request: ReviewRequest, labels: Mapping[int, StepJudgement]) 
                 f"do not {literal_call(blame.step) if blame.step.tool else 'end so'}: "
                 f"{blame.consequence} ({blame.evidence})"
             )
-        if outcome != "failure":
-            advice = f"{when_strategy}. Do not {pitfall}." if when_strategy else advice
+        if outcome != "failure" and when_strategy:
+            if blame.evidence in (REFUSED, CHANGED):
+                # The commit itself only partly met the request: check it, never "do not".
+                phrase = _blamed_phrase(blame, sources)
+                advice = (
+                    f"{when_strategy}. Check {phrase} against every part of the request first: "
+                    f"{blame.consequence}."
+                )
+            else:
+                advice = f"{when_strategy}. Do not {pitfall}."
     elif outcome == "failure":
         if calls:
             tried = path_pattern(calls, sources, 3)
