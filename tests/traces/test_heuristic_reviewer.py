@@ -646,8 +646,8 @@ def test_a_success_that_went_wrong_on_the_way_adds_what_not_to_do():
     steps = [missing_config(0, error_type="FileNotFoundError"), found_config(1)]
     template = review(tv(final_answer="port 8443"), steps).template
     assert template.experience == (
-        'When you use read_file: call it with "/etc/app/config.yml". '
-        'Do not read_file "/etc/app.yml": it returned "FileNotFoundError".'
+        'When you use read_file: call it with "/etc/app/config.yml". read_file "/etc/app.yml" '
+        'can fail (it returned "FileNotFoundError"): then change its arguments, do not repeat it.'
     )
     assert template.blamed_step == 0
 

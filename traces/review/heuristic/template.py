@@ -184,6 +184,11 @@ def build_template(request: ReviewRequest, labels: Mapping[int, StepJudgement]) 
                     f"{when_strategy}. Check {phrase} against every part of the request first: "
                     f"{blame.consequence}."
                 )
+            elif blame.evidence == FAILED and request.trace.call_effect(blame.step).is_read_only:
+                # A look-up that failed on the way: looking up is still right.
+                phrase = _blamed_phrase(blame, sources)
+                advice = f"{when_strategy}. {phrase} can fail ({blame.consequence}): then "
+                advice += "change its arguments, do not repeat it."
             else:
                 advice = f"{when_strategy}. Do not {pitfall}."
     elif outcome == "failure":
