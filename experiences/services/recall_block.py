@@ -38,13 +38,13 @@ class Case:
 
 
 def _identifiers(text: str) -> set[str]:
-    """Ids of one case: a token with letters and digits ("k1nw8n", "b08fsysm24") or an
-    underscored name ("mia_li_3668"); never a bare number, price or date ("40.00" is in half of
-    all shopping requests)."""
+    """Ids of one case: a token with two letters and two digits at least ("k1nw8n",
+    "b08fsysm24") or an underscored name ("mia_li_3668"); never a bare number, price or date
+    ("40.00" is in half of all shopping requests), nor a spec like "1080p" or "12v"."""
     return {
         v
         for v in key_values(text)
-        if "_" in v or (any(c.isdigit() for c in v) and any(c.isalpha() for c in v))
+        if "_" in v or (sum(c.isdigit() for c in v) >= 2 and sum(c.isalpha() for c in v) >= 2)
     }
 
 
