@@ -238,7 +238,15 @@ class StrictIn(BodyIn):
 
 class QueryIn(BodyIn):
     """The base of query-string parameter sets: the same checks as bodies (a `%00` in a filter
-    is a 422 naming the parameter, not a database error). Unknown parameters are ignored."""
+    is a 422 naming the parameter, not a database error). Unknown parameters are ignored, and
+    an empty one is absent, as a form leaves it (`?outcome=` lists every outcome)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_is_absent(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items() if value != ""}
+        return data
 
 
 class PageIn(QueryIn):

@@ -1,7 +1,7 @@
 """Request and response shapes of the trajectory API."""
 
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, get_args
 
 from django.conf import settings
 from ninja import Schema
@@ -21,6 +21,7 @@ from traces.review.tool_effects import declarations_from
 
 StepKind = Literal["user_input", "llm_reasoning", "tool_call", "system", "state_change"]
 Outcome = Literal["success", "failure", "partial", "unknown"]
+OUTCOMES: tuple[str, ...] = get_args(Outcome)  # the same as Trace.Outcome (a test keeps them so)
 TaskType = Literal["query", "operation", "analysis", "other"]
 Name = Field(min_length=1, max_length=200)
 

@@ -31,9 +31,10 @@ class ExperienceFilters(QueryIn):
     """The filters of the experience list: the API's query parameters (`GET /experiences`
     adds the page's) and the library page's; written once, here."""
 
-    status: str | None = None
-    polarity: str | None = None
-    source: str | None = None
+    # The model's choices: `?status=bogus` is a 422 naming the field, never an empty list.
+    status: Experience.Status | None = None
+    polarity: Experience.Polarity | None = None
+    source: Experience.Source | None = None
     tool: str | None = None
     environment: str | None = None
     agent: str | None = None

@@ -23,6 +23,7 @@ from traces.review.types import (
     StepView,
     TraceView,
     Window,
+    counts_as_success,
 )
 
 
@@ -68,7 +69,7 @@ class PatternDraft:
 
 
 def _polarity(trace: TraceView) -> str:
-    return "success" if trace.outcome in ("success", "partial") else "failure"
+    return "success" if counts_as_success(trace.outcome) else "failure"
 
 
 def _path(

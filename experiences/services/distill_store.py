@@ -18,6 +18,7 @@ from experiences.services.distill_drafts import ExperienceDraft, PatternDraft
 from experiences.services.families import family_join
 from experiences.services.versions import version_record
 from traces.models import Review, Trace
+from traces.review.types import counts_as_success
 
 MAX_PATTERN_SOURCES = 20
 
@@ -60,7 +61,7 @@ def experiences_store(
             blame=draft.blame,
             calls=draft.calls,
             source=draft.source,
-            success_count=1 if trace.outcome in ("success", "partial") else 0,
+            success_count=1 if counts_as_success(trace.outcome) else 0,
             failure_count=1 if trace.outcome == "failure" else 0,
             embedding=draft.embedding,
             embedding_model=model_name,

@@ -61,7 +61,7 @@ def library(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
         "is_filtered": form.is_filtered(),
         "is_admin": access.is_admin,
     }
-    if not request.htmx:  # the <datalist>s of known values sit outside the results partial
+    if not wants_partial(request):  # the known values' <datalist>s sit outside the partial
         context["known"] = scope_known_values(project=access.project)
     return render_page_or_partial(request, LIBRARY, "results", context)
 
@@ -78,9 +78,7 @@ def _row(
     selectors.experience_mark_votes(user=request.user, experiences=[experience])
     context = {"experience": experience, "is_admin": access.is_admin, **extra}
     status = 409 if extra.get("error") else 200
-    response = render(request, f"{LIBRARY}#row", context, status=status)
-    response.headers["Vary"] = "HX-Request"
-    return response
+    return vary_on_htmx(render(request, f"{LIBRARY}#row", context, status=status))
 
 
 def _done(

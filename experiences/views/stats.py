@@ -5,7 +5,7 @@ from django.views.decorators.http import require_GET
 from core.http import AuthedRequest
 from experiences import selectors
 from traces.selectors.access import ProjectAccess
-from traces.views.common import project_page
+from traces.views.common import project_page, vary_on_htmx, wants_partial
 
 
 @require_GET
@@ -14,7 +14,6 @@ def experience_stats(request: AuthedRequest, access: ProjectAccess) -> HttpRespo
     """The experience half of /stats/: loaded into that page by htmx (traces stays unaware),
     or a page of its own (the link that /stats/ shows without JavaScript)."""
     stats = selectors.experience_stats(project=access.project)
-    template = "experiences/stats_partial.html" if request.htmx else "experiences/stats.html"
-    response = render(request, template, {"stats": stats})
-    response.headers["Vary"] = "HX-Request"
-    return response
+    partial = wants_partial(request)
+    template = "experiences/stats_partial.html" if partial else "experiences/stats.html"
+    return vary_on_htmx(render(request, template, {"stats": stats}))

@@ -63,6 +63,14 @@ def test_experience_list_filters(api, reviewed, params, count):
     assert len(api.get("experiences", params).json()["items"]) == count
 
 
+@pytest.mark.parametrize("field", ["status", "polarity", "source"])
+def test_a_filter_value_outside_the_choices_is_a_422_naming_the_field(api, field):
+    response = api.get("experiences", {field: "bogus"})
+
+    assert response.status_code == 422
+    assert field in str(response.json()["detail"])
+
+
 def test_experience_list_filters_by_trace(api, reviewed):
     assert len(api.get("experiences", {"trace": reviewed}).json()["items"]) == 1
     assert api.get("experiences", {"trace": reviewed + 1000}).json()["items"] == []

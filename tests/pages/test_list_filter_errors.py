@@ -207,6 +207,24 @@ def test_the_experience_stats_are_a_page_of_their_own_without_htmx(
     assert b"Experiences by status" in page.content
     assert b"<html" not in partial.content and b"Experiences by status" in partial.content
     assert "HX-Request" in page.headers["Vary"]
+    # added to what the session already varies on, never in its place
+    assert {"Cookie", "HX-Request"} <= {v.strip() for v in partial.headers["Vary"].split(",")}
+    # a history restore (the back button after the cache let the page go) is the whole page
+    restore = HTMX | {"HX-History-Restore-Request": "true"}
+    restored = client.get("/experiences/stats/", headers=restore)
+    assert b"<html" in restored.content
+
+
+def test_a_history_restore_gets_the_whole_page_with_its_suggestions(
+    client_for, reviewer, project, make_trace
+):  # fmt: skip
+    tool = sorted(make_trace(project).tools)[0]
+    restore = HTMX | {"HX-History-Restore-Request": "true"}
+
+    page = client_for(reviewer).get("/traces/", headers=restore).content.decode()
+
+    assert "<html" in page
+    assert f'<option value="{tool}">' in page.split('<datalist id="known-tools">')[1]
 
 
 # ---------------------------------------------------------------------------- conflicts

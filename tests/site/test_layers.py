@@ -6,6 +6,7 @@ layer and the ones below it, never one above: this test reads every import (also
 functions)."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,14 @@ def test_the_check_sees_a_violation(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from experiences.models import Experience\n")
     assert "experiences" in imported_packages(module)
+
+
+def test_no_view_overwrites_the_vary_header():
+    """A view's htmx answer varies on HX-Request through vary_on_htmx (patch_vary_headers):
+    assigning Vary dropped the session's Cookie from it, so a cache could hand one user's page
+    to another."""
+    views = [p for app in ("traces", "experiences") for p in (ROOT / app / "views").glob("*.py")]
+    assert views
+    assigns = re.compile(r"""headers\[["']Vary["']\]\s*=""")
+    offenders = [p.name for p in views if assigns.search(p.read_text())]
+    assert offenders == []

@@ -98,6 +98,17 @@ def test_incomplete_filter(api):
     assert Trace.objects.count() == 2
 
 
+@pytest.mark.parametrize("field", ["outcome", "review_status", "task_type"])
+def test_a_value_outside_the_choices_is_a_422_naming_the_field(api, field):
+    api.post("traces", trajectory("a"))
+
+    response = api.get("traces", {field: "bogus"})
+
+    assert response.status_code == 422
+    assert field in str(response.json()["detail"])
+    assert api.get("traces", {field: ""}).status_code == 200  # empty is absent
+
+
 @pytest.mark.parametrize("limit", [0, 201, -3])
 def test_a_limit_outside_1_to_200_is_a_422_naming_it(api, limit):
     response = api.get("traces", {"limit": limit})

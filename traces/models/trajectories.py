@@ -95,7 +95,7 @@ class Trace(models.Model):
                 name="traces_trace_task_type_valid",
             ),
             models.CheckConstraint(
-                condition=Q(outcome__in=["success", "failure", "partial", "unknown"]),
+                condition=Q(outcome__in=["success", "failure", "partial", "unknown"]),  # = Outcome
                 name="traces_trace_outcome_valid",
             ),
             models.CheckConstraint(

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from traces.otlp.conventions import text
-from traces.schemas import StepContextIn, StepIn, TraceCompleteIn, TraceOpenIn
+from traces.schemas import OUTCOMES, StepContextIn, StepIn, TraceCompleteIn, TraceOpenIn
 
 # Field limits of the trajectory schemas (traces/schemas.py): cut here, never refused there.
 NAME_CHARS = 200
@@ -152,7 +152,7 @@ def _outcome(run: BufferedSpan | None, root: BufferedSpan | None) -> str:
     failure and OK / UNSET a success; unknown when neither the root nor an agent span came."""
     for span in (run, root):
         explicit = span.facts.get("outcome") if span else None
-        if explicit in ("success", "failure", "partial", "unknown"):
+        if explicit in OUTCOMES:
             return explicit
     if run is None:
         return "unknown"

@@ -22,6 +22,8 @@ from typing import Any, Literal
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
+from traces.schemas import OUTCOMES
+
 Role = Literal["agent", "llm", "tool", "root"]
 Attributes = Mapping[str, Any]
 
@@ -155,7 +157,7 @@ def _common(attrs: Attributes) -> dict[str, Any]:
     """hindsight.* attributes, read whatever the convention."""
     outcome = _string(attrs, "hindsight.outcome").lower()
     return {
-        "outcome": outcome if outcome in ("success", "failure", "partial", "unknown") else "",
+        "outcome": outcome if outcome in OUTCOMES else "",
         "environment": _tags(attrs.get("hindsight.environment")),
     }
 

@@ -26,6 +26,16 @@ class StepView:
     context: dict[str, Any] = field(default_factory=dict)
 
 
+# A run's outcomes that count as its task done: a partial result is still a result to learn a
+# strategy from. The one definition; the review, distillation and statistics all read it.
+SUCCEEDED_OUTCOMES = frozenset({"success", "partial"})
+
+
+def counts_as_success(outcome: str) -> bool:
+    """Whether a run with this outcome counts as a success (an unknown outcome proves none)."""
+    return outcome in SUCCEEDED_OUTCOMES
+
+
 @dataclass(frozen=True)
 class TraceView:
     id: int

@@ -37,11 +37,12 @@ class TraceFilters(QueryIn):
     and what the dashboard's filter form gives; written once, here."""
 
     agent: str | None = None
-    outcome: str | None = None
-    review_status: str | None = None
+    # The model's choices: `?outcome=bogus` is a 422 naming the field, never an empty list.
+    outcome: Trace.Outcome | None = None
+    review_status: Trace.ReviewStatus | None = None
     environment: str | None = None
     tool: str | None = None
-    task_type: str | None = None
+    task_type: Trace.TaskType | None = None
     since: datetime | None = None
     until: datetime | None = None
     q: str | None = None

@@ -13,6 +13,7 @@ from traces.views.common import (
     project_page,
     query_without_cursor,
     render_page_or_partial,
+    wants_partial,
 )
 
 PAGE_SIZE = 50
@@ -40,6 +41,6 @@ def trace_list(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
         "is_filtered": form.is_filtered(),
         "api_url": request.build_absolute_uri("/api/v1/"),
     }
-    if not request.htmx:  # the filters' <datalist>s sit outside the results partial
+    if not wants_partial(request):  # the filters' <datalist>s sit outside the results partial
         context["known"] = trace_known_values(project=access.project)
     return render_page_or_partial(request, "traces/list.html", "results", context)

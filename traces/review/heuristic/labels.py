@@ -46,7 +46,13 @@ from traces.review.heuristic.signals import (
 from traces.review.heuristic.values import argument_values, key_values, names
 from traces.review.scene import cut_at_word
 from traces.review.triggers import call_key, is_dissatisfied
-from traces.review.types import Label, ReviewRequest, StepJudgement, StepView
+from traces.review.types import (
+    Label,
+    ReviewRequest,
+    StepJudgement,
+    StepView,
+    counts_as_success,
+)
 
 
 def label_steps(request: ReviewRequest) -> dict[int, StepJudgement]:
@@ -144,7 +150,7 @@ def label_steps(request: ReviewRequest) -> dict[int, StepJudgement]:
     if first_input is not None:
         judge(first_input, "necessary", "states the request", 0.9)
 
-    succeeded = outcome in ("success", "partial")  # an unknown outcome proves no result
+    succeeded = counts_as_success(outcome)  # an unknown outcome proves no result
     roots: list[tuple[StepView, str, float]] = []
     last_success = next((s for s in reversed(calls) if s.index not in judged), None)
     if succeeded and last_success is not None and last_success is not last_call:

@@ -24,7 +24,13 @@ from traces.review.heuristic.placeholders import (
 )
 from traces.review.heuristic.signals import error_text
 from traces.review.scene import action_phrase, cut_at_word, first_sentence, scene_summary
-from traces.review.types import ReviewRequest, ReviewTemplate, StepJudgement, StepView
+from traces.review.types import (
+    ReviewRequest,
+    ReviewTemplate,
+    StepJudgement,
+    StepView,
+    counts_as_success,
+)
 
 
 def _first_reply(steps: list[StepView]) -> str:
@@ -123,7 +129,7 @@ def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blam
             text += f"; {what} {verdict}: {blame.consequence}"
         else:
             text += f"; do not {what}: {blame.consequence}"
-    elif outcome in ("success", "partial") and request.trace.final_answer:
+    elif counts_as_success(outcome) and request.trace.final_answer:
         text += f'; the answer was "{cut_at_word(request.trace.final_answer, 80)}"'
     return text + "."
 
