@@ -27,6 +27,7 @@ from traces.views.common import (
     project_page,
     redirect_to_next,
     render_page_or_partial,
+    wants_partial,
 )
 
 HISTORY_PAGE_SIZE = 20
@@ -64,15 +65,16 @@ def _queue_context(request: AuthedRequest, access: ProjectAccess, **decided: Any
 @require_GET
 @project_page()
 def merges(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
-    if request.htmx and not request.htmx.boosted and request.GET.get("section") == "queue":
+    partial = wants_partial(request)
+    if partial and request.GET.get("section") == "queue":
         return render_page_or_partial(request, MERGES, "queue", _queue_context(request, access))
     history = selectors.merge_history(
         project=access.project, cursor=page_cursor(request), limit=HISTORY_PAGE_SIZE
     )
     context = {"history": history, "is_admin": access.is_admin}
-    if request.htmx and not request.htmx.boosted:
-        return render_page_or_partial(request, MERGES, "history", context)
-    return render(request, MERGES, {**context, **_queue_context(request, access)})
+    if not partial:  # the whole page holds the proposal queue too
+        context |= _queue_context(request, access)
+    return render_page_or_partial(request, MERGES, "history", context)
 
 
 @require_POST

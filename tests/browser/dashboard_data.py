@@ -6,6 +6,7 @@ import pytest
 from django.urls import reverse
 
 from experiences.services import kb
+from experiences.services.versions import version_record
 from tests.experience_pages.conftest import make_experience, make_proposal  # noqa: F401
 from tests.pages.conftest import admin_user, make_trace, reviewer  # noqa: F401 - fixtures
 from traces.models import Review, Step
@@ -50,6 +51,8 @@ def dashboard(project, admin_user, reviewer, make_trace, make_experience, make_p
         advice="When a container keeps restarting, read its last 200 log lines first.",
     )
     make_proposal(first, second, similarity=0.93)
+    # its history: a version table wider than a phone, to be scrolled by keyboard too
+    version_record(first, reason="edited by a reviewer: the log tail named, the restart loop too")
     for n in range(30):
         make_experience(project, advice=f"When step {n} fails, check the service's health first.")
     make_experience(

@@ -1,6 +1,7 @@
 """/queue/ as a work list: n of N, pages, filters, why, who holds what, progress, guidelines."""
 
 import re
+from datetime import timedelta
 
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -248,3 +249,45 @@ def test_another_page_of_the_queue_runs_as_many_queries_as_the_first(
     cursor = client.get("/queue/").context["result"].page.next_cursor
 
     assert count_queries(client, f"/queue/?cursor={cursor}&agent=ops-bot") <= first + 1
+
+
+def _backlog(body: str) -> str:
+    found = re.search(r'<p class="machine-backlog" id="machine-backlog">(.*?)</p>', body, re.S)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", found.group(1))).strip() if found else ""
+
+
+def test_the_machine_reviews_backlog_and_its_drain_time_are_shown(
+    client_for, reviewer, project, make_trace
+):  # fmt: skip
+    from traces.models import Trace
+
+    waiting = [make_trace(project, labelled=None) for _ in range(30)]
+    Trace.objects.filter(pk__in=[t.pk for t in waiting]).update(review_status="queued")
+    done = [make_trace(project) for _ in range(5)]  # reviewed just now: 0.5 a minute
+    Trace.objects.filter(pk__in=[t.pk for t in done]).update(review_status_at=timezone.now())
+    client = client_for(reviewer)
+
+    said = _backlog(client.get("/queue/").content.decode())
+    assert said == (
+        "Machine review: 30 trajectories not reviewed yet; 5 reviewed in the last 10 minutes, "
+        "so about 60 minutes to go."
+    )
+
+    # nothing reviewed lately: no made-up estimate, a question about the worker instead
+    Trace.objects.filter(pk__in=[t.pk for t in done]).update(
+        review_status_at=timezone.now() - timedelta(hours=1)
+    )
+    Trace.objects.filter(pk=waiting[0].pk).update(review_status="failed")
+    said = _backlog(client.get("/queue/").content.decode())
+    assert said.startswith("Machine review: 29 trajectories not reviewed yet; none reviewed")
+    assert "is a worker running?" in said and said.endswith(
+        "1 failed and can be sent back to review from the trace."
+    )
+
+
+def test_no_backlog_line_when_the_machine_review_is_through(
+    client_for, reviewer, project, make_trace
+):  # fmt: skip
+    make_trace(project)
+
+    assert 'id="machine-backlog"' not in client_for(reviewer).get("/queue/").content.decode()

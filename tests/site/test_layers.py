@@ -51,3 +51,34 @@ def test_no_view_overwrites_the_vary_header():
     assigns = re.compile(r"""headers\[["']Vary["']\]\s*=""")
     offenders = [p.name for p in views if assigns.search(p.read_text())]
     assert offenders == []
+
+
+def _get_views_reading_htmx(path: Path) -> list[str]:
+    """GET views (under @require_GET) that read `request.htmx` themselves."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        decorators = {ast.unparse(d).split("(")[0] for d in node.decorator_list}
+        if "require_GET" not in decorators:
+            continue
+        if any(
+            isinstance(n, ast.Attribute) and n.attr == "htmx" and ast.unparse(n.value) == "request"
+            for n in ast.walk(node)
+        ):
+            found.append(f"{path.name}:{node.name}")
+    return found
+
+
+def test_get_views_ask_wants_partial_not_request_htmx():
+    """A GET answers a part of a page through wants_partial / render_page_or_partial: a bare
+    `request.htmx` also took boosted navigations and history restores (the back button) for a
+    partial, and gave them a page without its suggestions."""
+    views = [p for app in ("traces", "experiences") for p in (ROOT / app / "views").glob("*.py")]
+    assert [f for p in views for f in _get_views_reading_htmx(p)] == []
+
+
+def test_the_htmx_check_sees_a_violation(tmp_path):
+    view = tmp_path / "view.py"
+    view.write_text("@require_GET\ndef page(request):\n    return 1 if request.htmx else 2\n")
+    assert _get_views_reading_htmx(view) == ["view.py:page"]

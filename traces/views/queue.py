@@ -23,12 +23,14 @@ from traces.selectors.queue import (
     queue_page,
     queue_reason_of,
 )
+from traces.selectors.review_backlog import review_backlog
 from traces.services import review_claims
 from traces.views.common import (
     dashboard_for,
     project_page,
     query_without_cursor,
     render_page_or_partial,
+    wants_partial,
 )
 from traces.views.inspector import _say_accepted, accept_asked_first
 
@@ -84,6 +86,8 @@ def queue(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
         "guidelines": access.project.review_guidelines,
         "is_admin": access.is_admin,
     }
+    if not wants_partial(request):  # the machine review's backlog sits outside the results
+        context["backlog"] = review_backlog(project=access.project)
     return render_page_or_partial(request, "traces/queue.html", "results", context)
 
 
