@@ -25,6 +25,13 @@ def test_ctrl_enter_asks_before_accepting_and_accepted_labels_stay_out_of_kappa(
     page.keyboard.press("j")
     page.keyboard.press("2")  # the one step rita judges herself
     expect(page.locator("#step-1 .chip")).to_have_text("redundant")
+    # saved, and the server's answer swapped in (the finish form counts what is left from it):
+    # under load the chip could read "redundant" before the page knew the label was saved
+    for _ in range(50):
+        if Step.objects.filter(trace=trace, index=1, label_source="human").exists():
+            break
+        page.wait_for_timeout(100)
+    page.wait_for_load_state("networkidle")
 
     asked: list[str] = []
     page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
