@@ -235,3 +235,15 @@ def test_batch_over_the_limit_is_refused(api, settings):
     response = api.post("traces/batch", {"traces": [trajectory(f"r{i}") for i in range(3)]})
     assert response.status_code == 422
     assert "at most 2" in json.dumps(response.json())
+
+
+def test_step_times_that_contradict_the_sent_start_leave_the_end_unknown(api):
+    body = trajectory("early-steps")
+    body["started_at"] = "2026-01-02T00:00:00Z"
+    body["steps"][0]["started_at"] = "2026-01-01T00:00:00Z"  # a day before the run began
+
+    response = api.post("traces", body)
+
+    assert response.status_code == 201
+    trace = Trace.objects.get(external_id="early-steps")
+    assert trace.ended_at is None and trace.duration_ms is None

@@ -118,6 +118,7 @@ def trace_count_steps(trace: Trace, steps: Sequence[StepFacts]) -> None:
 def trace_set_timing(trace: Trace, steps: Sequence[StepFacts]) -> None:
     """Fill missing start/end from the steps' own timestamps; duration from the two."""
     timed = [(s.started_at, s.duration_ms or 0) for s in steps if s.started_at is not None]
+    sent_start, sent_end = trace.started_at, trace.ended_at
     if trace.started_at is None and timed:
         trace.started_at = min(started_at for started_at, _ in timed)
     if trace.ended_at is None and timed:
@@ -126,6 +127,10 @@ def trace_set_timing(trace: Trace, steps: Sequence[StepFacts]) -> None:
             trace.ended_at = last_started_at + timedelta(milliseconds=last_duration_ms)
         except OverflowError:  # a duration running past year 9999: the end is unknown
             pass
+    if trace.started_at and trace.ended_at and trace.ended_at < trace.started_at:
+        # A time filled from the steps that contradicts the one sent: it stays unknown (the
+        # sent pair itself is checked by the schema), never a database error.
+        trace.started_at, trace.ended_at = sent_start, sent_end
     if trace.started_at and trace.ended_at and trace.ended_at >= trace.started_at:
         trace.duration_ms = int((trace.ended_at - trace.started_at).total_seconds() * 1000)
 
