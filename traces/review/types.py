@@ -27,7 +27,7 @@ class StepView:
 
 
 # A run's outcomes that count as its task done: a partial result is still a result to learn a
-# strategy from. The one definition; the review, distillation and statistics all read it.
+# strategy from. The one definition; the review and the distillation read it.
 SUCCEEDED_OUTCOMES = frozenset({"success", "partial"})
 
 
