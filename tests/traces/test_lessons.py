@@ -122,6 +122,20 @@ def test_a_tool_whose_runs_end_on_one_argument_commits_with_it_and_navigates_oth
     assert tool_effect("click", behaviour=mixed).of_call('"B07X1"').changes_state
 
 
+def test_behaviour_says_whether_a_tool_is_made_in_nearly_every_run():
+    finish = Behaviour(calls=10, fed_calls=0, runs=10, final_in_runs=10, final_in_successes=6,
+                       project_runs=10)  # fmt: skip
+    hand_off = Behaviour(calls=2, fed_calls=0, runs=2, final_in_runs=2, final_in_successes=0,
+                         project_runs=10)  # fmt: skip
+    assert tool_effect("Finish", behaviour=finish).every_run is True
+    assert tool_effect("transfer_to_human_agents", behaviour=hand_off).every_run is False
+    # Too few runs to say, or nothing known of the project: None (read as "it may be").
+    young = Behaviour(calls=1, fed_calls=0, runs=1, final_in_runs=1, final_in_successes=0,
+                      project_runs=2)  # fmt: skip
+    assert tool_effect("Finish", behaviour=young).every_run is None
+    assert tool_effect("Finish").every_run is None
+
+
 def test_declarations_are_read_from_native_openai_anthropic_and_mcp_shapes():
     found = declarations_from(
         [
@@ -205,6 +219,37 @@ def test_a_lesson_names_no_value_of_the_old_run_and_the_replay_keeps_them():
     assert 'get_user_details "omar_rossi_1241"' in template.replay
     assert f"do not {WRITE} reservation_id=K1NW8N" in template.replay
     assert template.blamed_step == 3
+
+
+def _ended_on(tool, runs, project_runs):
+    """A failed run that ends on `tool` after two used look-ups; the project has seen `tool` in
+    `runs` of `project_runs` runs."""
+    steps = [
+        said(0, "Hi, I am omar_rossi_1241 and I want to move my flight to May 25."),
+        call(1, READ, {"user_id": "omar_rossi_1241"}, PROFILE),
+        call(2, "get_reservation_details", {"reservation_id": "K1NW8N"}, RESERVATION),
+        call(3, tool, {"reservation_id": "K1NW8N"}, '{"status": "done"}'),
+    ]
+    seen = Behaviour(calls=runs, fed_calls=0, runs=runs, final_in_runs=runs,
+                     final_in_successes=0, project_runs=project_runs)  # fmt: skip
+    effects = {tool: tool_effect(tool, behaviour=seen)}
+    trace = tv(task=steps[0].content, outcome="failure", tool_effects=effects)
+    return HeuristicReviewer().review(request_for(trace, steps)).template
+
+
+def test_a_failed_run_ending_on_a_write_most_runs_never_make_is_taught_do_not():
+    # A hand-off made in 2 of 20 runs: making it was the mistake, the lesson forbids it.
+    template = _ended_on("transfer_to_human_agents", runs=2, project_runs=20)
+    assert template.experience.startswith(
+        "When you use transfer_to_human_agents: do not transfer_to_human_agents <reservation_id"
+    )
+    assert "before you transfer_to_human_agents" not in template.experience
+    # A commit made in nearly every run (an answer, a purchase) is needed again: check it first.
+    template = _ended_on("submit_order", runs=19, project_runs=20)
+    assert template.experience.endswith(
+        "check it against every part of the request before you submit_order."
+    )
+    assert "do not" not in template.experience
 
 
 def test_text_the_agent_wrote_itself_is_never_replayed_as_a_literal():

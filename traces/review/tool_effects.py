@@ -18,11 +18,17 @@ that says, in this order:
    arguments (`click "Buy Now"`), it commits with those only: its other calls navigate (read);
 4. **name** — the verb of the tool's name (`get_user_details`, `Search`, `kubectl_logs` read;
    `book_reservation`, `docker_restart`, `Finish` change or commit), as a last resort.
+
+Apart from that, behaviour says whether a tool is made in nearly **every run** (`every_run`: in
+COMMIT_SHARE of the runs of the project's most used tool): an answer, a purchase. A failed run
+that ended on such a commit is taught as "check it before you commit" (the next task needs the
+commit too); one that ended on a write most runs never make (a hand-off, a cancellation) as "do
+not": making it at all was the mistake.
 """
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 Basis = Literal["declared", "described", "behaviour", "name", "unknown"]
@@ -58,6 +64,8 @@ class ToolEffect:
     # Behaviour: the arguments (summarised) of the calls that end runs, when nearly all do the
     # same; calls with other arguments only navigate (`of_call`).
     commit_arguments: str | None = None
+    # Made in nearly every run of the project (an answer, a purchase); None: too few runs to say.
+    every_run: bool | None = None
 
     def of_call(self, arguments: str) -> "ToolEffect":
         """The effect of one call of the tool, given its summarised arguments."""
@@ -96,6 +104,14 @@ class Behaviour:
     final_in_runs: int  # runs it ended (it was the last call)
     final_in_successes: int  # successful runs it ended
     final_arguments: Mapping[str, int] = field(default_factory=dict)  # of the ending calls
+    # The runs of the project's most used tool: a floor of its reviewed runs with a call.
+    project_runs: int = 0
+
+    def in_every_run(self) -> bool | None:
+        """Whether the tool is made in nearly every run (COMMIT_SHARE of project_runs)."""
+        if self.project_runs < BEHAVIOUR_MIN_RUNS:
+            return None
+        return self.runs >= COMMIT_SHARE * self.project_runs
 
     def commit_arguments(self) -> str | None:
         """The arguments nearly every ending call had (COMMIT_SHARE), if any."""
@@ -129,6 +145,15 @@ def behaviour_effect(behaviour: Behaviour) -> bool | None:
 
 def tool_effect(
     tool: str, declaration: Declaration | None = None, behaviour: Behaviour | None = None
+) -> ToolEffect:
+    effect = _read_or_write(tool, declaration, behaviour)
+    if behaviour is None:
+        return effect
+    return replace(effect, every_run=behaviour.in_every_run())
+
+
+def _read_or_write(
+    tool: str, declaration: Declaration | None, behaviour: Behaviour | None
 ) -> ToolEffect:
     if declaration is not None and declaration.read_only is not None:
         said = "read-only" if declaration.read_only else "changes state"

@@ -5,6 +5,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from django.db import connection
+from django.db.models import Max
 
 from traces.models import ToolProfile
 from traces.review.tool_effects import Behaviour, Declaration, ToolEffect, tool_effect
@@ -108,6 +109,12 @@ def tool_effects_for(*, project_id: int, tools: Iterable[str]) -> dict[str, Tool
     profiles = {
         p.name: p for p in ToolProfile.objects.filter(project_id=project_id, name__in=wanted)
     }
+    project_runs = 0
+    if profiles:
+        project_runs = (
+            ToolProfile.objects.filter(project_id=project_id).aggregate(most=Max("runs"))["most"]
+            or 0
+        )
     effects = {}
     for name in wanted:
         profile = profiles.get(name)
@@ -121,6 +128,7 @@ def tool_effects_for(*, project_id: int, tools: Iterable[str]) -> dict[str, Tool
                 final_in_runs=profile.final_in_runs,
                 final_in_successes=profile.final_in_successes,
                 final_arguments=profile.final_arguments or {},
+                project_runs=project_runs,
             )
         effects[name] = tool_effect(name, declaration, behaviour)
     return effects

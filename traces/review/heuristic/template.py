@@ -87,10 +87,12 @@ def _lesson(
     instead = path_pattern(recovered, sources, 3) if recovered else ""
     if instead == phrase:
         instead = ""  # the same call again is no alternative
-    if blame.evidence == REFUSED or (blame.evidence == CHANGED and ended_on_it):
-        # The final answer or purchase (refused, or the commit the run ended on) is needed
-        # every time, and its literal value belongs to that one case: the lesson is to check
-        # what it rests on, never "do not commit".
+    every_run = not step.tool or request.trace.call_effect(step).every_run is not False
+    if blame.evidence == REFUSED or (blame.evidence == CHANGED and ended_on_it and every_run):
+        # The final answer or purchase (refused, or the commit the run ended on, made in nearly
+        # every run) is needed every time, and its literal value belongs to that one case: the
+        # lesson is to check what it rests on, never "do not commit". A write most runs never
+        # make (a hand-off, a cancellation) was wrong to make at all: "do not" (below).
         shown = phrase if '"' not in phrase else f"the run's {step.tool}"
         verdict = "was refused" if blame.evidence == REFUSED else "was not right"
         advice = (
