@@ -15,7 +15,9 @@ insight, with its counts: "When you use update_reservation_flights: successful r
 get_reservation_details before it (5 of 6 successful runs, 1 of 4 failed runs)." An insight
 never tells the agent to avoid a read-only call, nor to change something after looking it up:
 only failed calls, state-changing calls and one change made after another can be what failures
-do more.
+do more. A state change the successes make is said where the failures went instead ("When you
+use cancel_reservation: successful runs call transfer_to_human_agents … instead"), never
+conditioned on itself.
 """
 
 from collections import Counter
@@ -130,13 +132,23 @@ def _features(member: Member) -> dict[str, tuple[str, str, str]]:
     return found
 
 
-def _insight_advice(key: str, feature: tuple[str, str, str], for_success: bool, counts: str) -> str:
+def _insight_advice(
+    key: str, feature: tuple[str, str, str], for_success: bool, counts: str, instead_of: str = ""
+) -> str:
+    """The insight in the injection form. A state change the successes make is never
+    conditioned on making it ("when you use X: successful runs call X" says nothing): it is
+    said where the failures went instead (`instead_of`, the state change failures make more),
+    else before the answer."""
     kind, subject, text = feature
     text = text.replace(f"before {subject}", "before it")  # the condition names it already
     if for_success:
         did = text.replace("called", "call", 1).replace("had a", "have no", 1)
         if kind == "failed":
             did = f"have no failed {subject} call"
+        if kind == "call" and instead_of:
+            return f"When you use {instead_of}: successful runs {did} instead ({counts})."
+        if kind == "call":
+            return f"Before you answer: successful runs {did} ({counts})."
         return f"When you use {subject}: successful runs {did} ({counts})."
     if kind == "write-before":
         first, second = key.removeprefix("before:").split(">")
@@ -170,6 +182,16 @@ def insights(members: list[Member]) -> list[Induced]:
             runs_of.setdefault(key, []).append(member.trace_id)
     found = []
     n_s, n_f = len(successes), len(failures)
+    # The state changes failures make and successes do not, most telling first: where a
+    # success's own state change is said ("instead").
+    failure_writes = sorted(
+        (
+            (in_failure[k] / n_f - in_success[k] / n_s, subject)
+            for k, (kind, subject, _text) in described.items()
+            if kind == "call" and in_failure[k] / n_f - in_success[k] / n_s >= MIN_CONTRAST
+        ),
+        reverse=True,
+    )
     for key, (kind, subject, _text) in described.items():
         share_s, share_f = in_success[key] / n_s, in_failure[key] / n_f
         contrast = share_s - share_f
@@ -183,9 +205,11 @@ def insights(members: list[Member]) -> list[Induced]:
         feature = described[key]
         if feature[0] in ("call", "read"):  # show how the runs called it
             feature = (feature[0], subject, f"called {_pattern_of(members, subject)}")
+        instead_of = next((t for _, t in failure_writes if t != subject), "")
         advice = _insight_advice(
             key, feature, speaks_for_success,
             f"{in_success[key]} of {n_s} successful runs, {in_failure[key]} of {n_f} failed runs",
+            instead_of,
         )  # fmt: skip
         found.append(
             (

@@ -89,3 +89,26 @@ def test_a_state_change_that_failures_make_is_warned_of_with_its_counts():
         and "0 of 2 successful runs, 2 of 2 failed runs" in i.advice
         for i in warned
     ), [i.advice for i in warned]
+
+
+def test_a_state_change_the_successes_make_is_said_where_the_failures_went_instead():
+    cancel = "cancel_reservation <reservation_id from get_user_details>"
+    hand_off = "transfer_to_human_agents <summary in the request's words>"
+    family = [
+        success(1, USER, RESERVATION, hand_off),
+        success(2, USER, RESERVATION, hand_off),
+        failure(3, USER, RESERVATION, cancel),
+        failure(4, USER, cancel),
+    ]
+    said = [i.advice for i in insights(family)]
+    assert (
+        f"When you use cancel_reservation: successful runs call {hand_off} instead "
+        "(2 of 2 successful runs, 0 of 2 failed runs)."
+    ) in said, said
+    # Never "when you use X: successful runs call X".
+    assert not any(a.startswith("When you use transfer_to_human_agents: successful runs call "
+                                "transfer_to_human_agents") for a in said), said  # fmt: skip
+    # With no other state change to name, it is said before the answer.
+    alone = [success(1, USER, hand_off), success(2, USER, hand_off), failure(3, USER)]
+    assert any(i.advice.startswith(f"Before you answer: successful runs call {hand_off}")
+               for i in insights(alone)), [i.advice for i in insights(alone)]  # fmt: skip
