@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/ingest.py [--traces 4000] [--batch 25] [--concurrency 4]
                                      [--web-workers N] [--worker paused|running]
+                                     [--otlp EXPORTS [--otlp-spans 8192]]
 
 Starts the launcher on a fresh data dir and a free port (rate limit off, beat off), waits until it
 is ready, then posts 20-step trajectories to `POST /api/v1/traces/batch` from several client
@@ -9,6 +10,12 @@ threads: a warm-up, then a timed run. By default the Celery worker is paused dur
 the figure is ingest alone (reviews queue up in Redis, as they would behind a busy worker pool).
 The setup and the CPU seconds used by each part (web, PostgreSQL, worker, ...) are printed
 first; the LAST line is one JSON object with the figures, so scripts can `tail -n 1` it.
+
+`--otlp EXPORTS`: the OTLP series instead. Each export is what an OpenTelemetry Collector sends
+by default, 8,192 spans (1,024 agent runs of 8 spans, bench/otlp_exports.py), posted as protobuf
+to `POST /api/v1/otlp/v1/traces` from the client threads, with the worker running (it stores the
+traces the answer leaves to it). Figures: spans/s and p50 / p95 per export as answered, then
+the time until every trajectory is stored (the user's whole wait) and trajectories/s over it.
 """
 
 from __future__ import annotations
@@ -48,15 +55,21 @@ class Tally:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def post_batch(port: int, key: str, body: bytes) -> tuple[int, bytes]:
+OTLP_PATH = "/api/v1/otlp/v1/traces"
+
+
+def post_batch(
+    port: int, key: str, body: bytes, path: str = "/api/v1/traces/batch"
+) -> tuple[int, bytes]:
     # gunicorn's sync workers close the connection after each response: one connection a request.
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    content_type = "application/x-protobuf" if path == OTLP_PATH else "application/json"
     try:
         conn.request(
             "POST",
-            "/api/v1/traces/batch",
+            path,
             body=body,
-            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+            headers={"Authorization": f"Bearer {key}", "Content-Type": content_type},
         )
         response = conn.getresponse()
         return response.status, response.read()
@@ -64,7 +77,9 @@ def post_batch(port: int, key: str, body: bytes) -> tuple[int, bytes]:
         conn.close()
 
 
-def run_load(port: int, key: str, bodies: list[bytes], concurrency: int) -> tuple[Tally, float]:
+def run_load(
+    port: int, key: str, bodies: list[bytes], concurrency: int, *, otlp: bool = False
+) -> tuple[Tally, float]:
     tally = Tally()
     queue = list(reversed(bodies))
     queue_lock = threading.Lock()
@@ -77,7 +92,7 @@ def run_load(port: int, key: str, bodies: list[bytes], concurrency: int) -> tupl
                 body = queue.pop()
             began = time.perf_counter()
             try:
-                status, answer = post_batch(port, key, body)
+                status, answer = post_batch(port, key, body, *([OTLP_PATH] if otlp else []))
             except OSError as error:
                 status, answer = 0, str(error).encode()
             elapsed = (time.perf_counter() - began) * 1000
@@ -86,6 +101,9 @@ def run_load(port: int, key: str, bodies: list[bytes], concurrency: int) -> tupl
                 if status != 200:
                     tally.errors += 1
                     tally.first_error = tally.first_error or f"HTTP {status}: {answer[:300]!r}"
+                    continue
+                if otlp:
+                    tally.errors += _otlp_rejected(answer)
                     continue
                 for result in json.loads(answer)["results"]:
                     if result["status"] == "created":
@@ -101,6 +119,14 @@ def run_load(port: int, key: str, bodies: list[bytes], concurrency: int) -> tupl
     for thread in threads:
         thread.join()
     return tally, time.perf_counter() - began
+
+
+def _otlp_rejected(answer: bytes) -> int:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceResponse,
+    )
+
+    return ExportTraceServiceResponse.FromString(answer).partial_success.rejected_spans
 
 
 # ---------------------------------------------------------------------------- where the CPU goes
@@ -163,9 +189,14 @@ def main(argv: list[str] | None = None) -> int:
         help="seed this many 20-step trajectories (another project, set-based SQL) before the "
         "warm-up, to measure ingest into a large library (500000: 10M steps)",
     )
+    parser.add_argument("--otlp", type=int, default=0, metavar="EXPORTS",
+                        help="the OTLP series: this many timed exports (see above)")  # fmt: skip
+    parser.add_argument("--otlp-spans", type=int, default=8192, help="spans per OTLP export")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep-data", action="store_true", help="keep the temp data dir")
     args = parser.parse_args(argv)
+    if args.otlp:
+        return main_otlp(args)
 
     rng = random.Random(args.seed)
     warmup = batch_bodies(rng, prefix="warm", traces=args.warmup, batch=args.batch)
@@ -202,13 +233,17 @@ def main(argv: list[str] | None = None) -> int:
         print(error, file=sys.stderr)
         figures["failure"] = str(error).splitlines()[0]
     finally:
-        status = site.stop()
-        print(f"launcher stopped   exit status {status}")
-        if not args.keep_data:
-            shutil.rmtree(data_dir, ignore_errors=True)
-            site.log_path.unlink(missing_ok=True)
-        print(json.dumps(figures), flush=True)
+        _site_done(site, data_dir, figures, keep=args.keep_data)
     return 0 if figures.get("errors") == 0 else 1
+
+
+def _site_done(site: Site, data_dir: Path, figures: dict[str, Any], *, keep: bool) -> None:
+    """Stop the site, remove its data unless kept, print the figures as the last line."""
+    print(f"launcher stopped   exit status {site.stop()}")
+    if not keep:
+        shutil.rmtree(data_dir, ignore_errors=True)
+        site.log_path.unlink(missing_ok=True)
+    print(json.dumps(figures), flush=True)
 
 
 def storage_per_step(site: Site) -> dict[str, float]:
@@ -299,6 +334,74 @@ def measure(
         "server_cpu_ms_per_batch": round(server_cpu / batches * 1000, 1),
         "cpu_bound_steps_per_s": round(ceiling, 1),
     }
+
+
+def main_otlp(args: argparse.Namespace) -> int:
+    from bench.otlp_exports import SPANS_PER_TRACE, export_bodies
+
+    rng = random.Random(args.seed)
+    per_export = max(args.otlp_spans // SPANS_PER_TRACE, 1)
+    warmup = export_bodies(rng, first=0, exports=1, spans=args.otlp_spans)
+    timed = export_bodies(rng, first=per_export, exports=args.otlp, spans=args.otlp_spans)
+    env = {"HINDSIGHT_RATE_LIMIT_PER_MINUTE": "0", "HINDSIGHT_LOG_LEVEL": "WARNING"}
+    if args.web_workers is not None:
+        env["HINDSIGHT_WEB_WORKERS"] = str(args.web_workers)
+    data_dir = Path(tempfile.mkdtemp(prefix="hindsight-bench-"))
+    site = Site(data_dir, free_port(), env)
+    print(f"cores              {os.cpu_count()}")
+    print(
+        f"export             {per_export * SPANS_PER_TRACE} spans ({per_export} runs x "
+        f"{SPANS_PER_TRACE}), {sum(map(len, timed)) / len(timed) / 1024:.0f} KiB protobuf"
+    )
+    print(f"timed run          {args.otlp} exports from {args.concurrency} client threads, "
+          "after 1 warm-up export; worker running")  # fmt: skip
+    figures: dict[str, Any] = {"errors": None, "failure": "the run did not complete"}
+    try:
+        key = site.start()
+        run_load(site.port, key, warmup, 1, otlp=True)
+        _wait_stored(site, per_export, timeout=600)
+        began = time.perf_counter()
+        tally, seconds = run_load(site.port, key, timed, args.concurrency, otlp=True)
+        stored_after = _wait_stored(site, per_export * (args.otlp + 1), timeout=1800) - began
+        spans = per_export * SPANS_PER_TRACE * args.otlp
+        figures = {
+            "spans_per_s_answered": round(spans / seconds, 1),
+            "p50_export_ms": round(percentile(tally.latencies_ms, 50), 1),
+            "p95_export_ms": round(percentile(tally.latencies_ms, 95), 1),
+            "stored_after_s": round(stored_after, 2),
+            "trajectories_per_s_stored": round(per_export * args.otlp / stored_after, 1),
+            "exports": args.otlp,
+            "errors": tally.errors,
+        }
+        if tally.first_error:
+            print(f"first error        {tally.first_error}")
+        print(f"answered           {figures['spans_per_s_answered']:.0f} spans/s, p50 "
+              f"{figures['p50_export_ms']:.0f} ms, p95 {figures['p95_export_ms']:.0f} ms per "
+              "export")  # fmt: skip
+        print(f"stored             every trajectory {stored_after:.1f} s after the first post "
+              f"({figures['trajectories_per_s_stored']:.0f} trajectories/s)")  # fmt: skip
+    except RuntimeError as error:
+        print(error, file=sys.stderr)
+        figures["failure"] = str(error).splitlines()[0]
+    finally:
+        _site_done(site, data_dir, figures, keep=args.keep_data)
+    return 0 if figures.get("errors") == 0 else 1
+
+
+def _wait_stored(site: Site, traces: int, *, timeout: float) -> float:
+    """Wait until the site holds `traces` trajectories; the moment (perf_counter) it did."""
+    import psycopg
+
+    record = json.loads((site.data_dir / "services.json").read_text())
+    deadline = time.perf_counter() + timeout
+    with psycopg.connect(record["database_url"], autocommit=True) as connection:
+        while True:
+            (count,) = connection.execute("SELECT count(*) FROM traces_trace").fetchone()
+            if count >= traces:
+                return time.perf_counter()
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"only {count} of {traces} trajectories stored in time")
+            time.sleep(0.2)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from core.publish import tasks_publish, tasks_publish_on_commit
 from experiences.services import distill
 from experiences.services.dedup import DEDUP_TASK
 from experiences.services.keyword_stats import keyword_stats_refresh
+from experiences.services.rederive_matured import traces_to_rederive
 from traces.review import service as review
 from traces.review.llm import RETRYABLE
 from traces.services import review_queue
@@ -71,13 +72,21 @@ def review_trace(self, trace_id: int) -> str:
     except IntegrityError:
         logger.info("trace %s: this review was already applied by another delivery", trace_id)
         return "already applied"
+    # What this run showed of its tools may make earlier lessons wrong: re-derive those.
+    full = next((o for o in outcomes if o.request.window.kind == "full"), None)
+    if full is not None:
+        stale, because = traces_to_rederive(
+            project_id=plan.project_id, before=full.request.trace.tool_effects
+        )
+        tasks_publish(rederive_trace.name, [(t, because) for t in stale if t != trace_id])
     return "reviewed"
 
 
 @shared_task(name="hindsight.rederive_trace", acks_late=True, ignore_result=True)
-def rederive_trace(trace_id: int) -> int:
-    """After a human relabel: re-derive the trace's experience from the corrected labels."""
-    experiences = distill.experience_rederive(trace_id=trace_id)
+def rederive_trace(trace_id: int, because: str = "") -> int:
+    """After a human relabel: re-derive the trace's experience from the corrected labels; or,
+    with `because`, from the same labels once the project knows its tools better."""
+    experiences = distill.experience_rederive(trace_id=trace_id, because=because)
     dedup_on_commit([e.pk for e in experiences])
     return len(experiences)
 

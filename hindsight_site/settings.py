@@ -280,6 +280,10 @@ HINDSIGHT_SWEEP_INTERVAL_SECONDS = env_float("HINDSIGHT_SWEEP_INTERVAL_SECONDS",
 HINDSIGHT_AUDIT_INGEST = env_bool("HINDSIGHT_AUDIT_INGEST", True)
 # OTLP: a trace whose root span never arrives is stored once no span came for this long.
 HINDSIGHT_OTLP_IDLE_SECONDS = env_int("HINDSIGHT_OTLP_IDLE_SECONDS", 300, minimum=1)
+# OTLP: the traces an export completes that are stored before it is answered (their errors in
+# its partial success); the rest are stored by the worker, so a collector's batch of thousands
+# of spans is answered in about a second.
+HINDSIGHT_OTLP_INLINE_TRACES = env_int("HINDSIGHT_OTLP_INLINE_TRACES", 5, minimum=0)
 
 # ------------------------------------------------------------------ review
 # "auto": the LLM reviewer when OPENAI_BASE_URL is set, else the offline heuristic reviewer.

@@ -62,8 +62,12 @@ __all__ = [
 ]
 
 
-def experience_rederive(*, trace_id: int) -> list[Experience]:
+def experience_rederive(*, trace_id: int, because: str = "") -> list[Experience]:
     """Re-derive a trace's experience from its current labels (human labels win).
+
+    `because`: why it is re-derived when the labels did not change (the project came to know
+    its tools better, rederive_matured): then the wording is rebuilt even from the same labels,
+    and the version says why.
 
     Nothing changes when the labels are the ones the experience was derived from. Otherwise
     the advice is rebuilt from the labels by the documented template, except when an LLM wrote
@@ -136,7 +140,9 @@ def experience_rederive(*, trace_id: int) -> list[Experience]:
         )
         result = []
         for experience in existing:
-            result.append(_experience_revise(experience, draft, template.worth_reference, trace))
+            result.append(
+                _experience_revise(experience, draft, template.worth_reference, trace, because)
+            )
         if not existing and template.worth_reference:
             result.extend(experiences_store(trace=trace, reviews=[], drafts=[draft]))
         patterns_store(trace=trace, drafts=patterns)
@@ -157,7 +163,7 @@ def _worded_by_llm(trace: Trace) -> bool:
 
 
 def _experience_revise(
-    experience: Experience, draft: ExperienceDraft, worthy: bool, trace: Trace
+    experience: Experience, draft: ExperienceDraft, worthy: bool, trace: Trace, because: str = ""
 ) -> Experience:
     """Revise the experience to the draft (an LLM's wording already in it, when it gave one)."""
     if not worthy:
@@ -178,13 +184,14 @@ def _experience_revise(
             draft.calls,
         )
         experience.save(update_fields=["replay", "blame", "calls", "updated_at"])
-    if provenance.filter(labels=draft.labels).exists() and draft.labels:
+    if not because and provenance.filter(labels=draft.labels).exists() and draft.labels:
         return experience  # derived from these very labels: nothing to say differently
     advice = draft.advice + "".join(CONTRAST_CLAUSES.findall(experience.advice))
     if said == (advice, draft.path, draft.polarity):
         provenance.update(labels=draft.labels)
         return experience  # the same words: no new version
-    reason = f"re-derived from corrected labels of trace {trace.pk}{draft.revision_note}"
+    reason = because or f"re-derived from corrected labels of trace {trace.pk}"
+    reason += draft.revision_note
     experience.version += 1
     experience.advice = advice
     experience.path = draft.path

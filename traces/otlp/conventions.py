@@ -17,7 +17,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -57,7 +57,8 @@ class SpanFacts:
     error_type: str = ""
 
     def as_json(self) -> dict[str, Any]:
-        return clean(asdict(self))
+        # vars, not asdict: clean copies every value already (asdict's deep copy doubled it).
+        return clean(vars(self))
 
 
 # ---------------------------------------------------------------------------- attribute values

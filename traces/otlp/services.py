@@ -10,6 +10,12 @@ adds nothing) and become one trajectory, in start-time order, through the stream
   process (the span's flags say the parent is remote);
 * or when no span of it has arrived for HINDSIGHT_OTLP_IDLE_SECONDS (beat: `otel_traces_sweep`).
 
+An export is buffered in one transaction of a few statements whatever its size (a collector's
+default batch is 8,192 spans). The first HINDSIGHT_OTLP_INLINE_TRACES traces it completes are
+stored before the answer, so their errors reach the exporter in the partial success; the rest
+are stored by the worker (`otlp.complete_traces`, COMPLETE_CHUNK traces a task), and a task lost
+while the broker was down is made up by the sweep after ROOTED_GRACE_SECONDS.
+
 Spans of a completed trace that are new (not a resend) are rejected in the export's partial
 success. One row lock per trace (`OtelTrace`, taken in trace-id order) serialises concurrent
 exports of the same trace, so a trace is never completed while another request adds to it.
@@ -21,12 +27,15 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count, Q
 from django.utils import timezone
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from pydantic import ValidationError
 
+from core.copy_rows import instances_copy
 from core.errors import DomainError
+from core.publish import tasks_publish
 from traces.models import ApiKey, Project
 from traces.otlp import assembly
 from traces.otlp.conventions import (
@@ -48,6 +57,11 @@ _HAS_IS_REMOTE = 0x100
 _IS_REMOTE = 0x200
 _MAX_NS = 2**63 - 1  # bigint; OTLP times are fixed64
 _MAX_MESSAGES = 5
+COMPLETE_TASK = "otlp.complete_traces"
+COMPLETE_CHUNK = 50  # traces per task of a big export
+# A trace whose root came but that is still open this long after its last span: its
+# completion task was lost (the broker was down); the sweep stores it.
+ROOTED_GRACE_SECONDS = 60
 
 
 @dataclass
@@ -125,7 +139,9 @@ def _receive(span: Span, resource: dict) -> _Received | str | None:
 def otlp_export(
     *, project: Project, request: ExportTraceServiceRequest, api_key: ApiKey | None = None
 ) -> ExportResult:
-    """Buffer the export's agent spans; store every trace it completes. Never raises for data."""
+    """Buffer the export's agent spans (one transaction for the whole export); store the traces
+    it completes: up to HINDSIGHT_OTLP_INLINE_TRACES before answering (their errors in the
+    partial success), the rest in the worker (`otlp.complete_traces`). Never raises for data."""
     result = ExportResult()
     by_trace: dict[str, list[_Received]] = {}
     for resource_spans in request.resource_spans:
@@ -137,90 +153,127 @@ def otlp_export(
                     result.reject(1, received)
                 elif received is not None:
                     by_trace.setdefault(received.trace_id, []).append(received)
-    # Trace-id order: two requests that share traces lock them in the same order (no deadlock).
-    for trace_id in sorted(by_trace):
-        _buffer(
-            project=project,
-            trace_id=trace_id,
-            spans=by_trace[trace_id],
-            result=result,
-            api_key=api_key,
-        )
+    rooted = _buffer(project=project, by_trace=by_trace, result=result)
+    inline, later = (
+        rooted[: settings.HINDSIGHT_OTLP_INLINE_TRACES],
+        rooted[settings.HINDSIGHT_OTLP_INLINE_TRACES :],
+    )
+    for pk, fresh in inline:
+        error = otel_trace_complete(pk, api_key=api_key)
+        if error:
+            result.reject(fresh.spans, f"trace {fresh.trace_id} could not be stored: {error}")
+    # The rest in the worker; a lost message is picked up by the sweep (otel_traces_sweep).
+    key_id = api_key.pk if api_key is not None else None
+    tasks_publish(
+        COMPLETE_TASK,
+        [([pk for pk, _ in later[i : i + COMPLETE_CHUNK]], key_id)
+         for i in range(0, len(later), COMPLETE_CHUNK)],
+    )  # fmt: skip
     return result
 
 
-def _locked(project: Project, trace_id: str, *, create: bool) -> OtelTrace | None:
-    if create:
-        OtelTrace.objects.get_or_create(
-            project=project, trace_id=trace_id, defaults={"last_received_at": timezone.now()}
-        )
-    return (
-        OtelTrace.objects.select_for_update()
-        .select_related("project")
-        .filter(project=project, trace_id=trace_id)
-        .first()
-    )
+@dataclass(frozen=True)
+class _Fresh:
+    trace_id: str
+    spans: int  # spans this export added to the trace
 
 
 def _buffer(
-    *,
-    project: Project,
-    trace_id: str,
-    spans: list[_Received],
-    result: ExportResult,
-    api_key: ApiKey | None,
-) -> None:
-    unique = list({s.span_id: s for s in spans}.values())
-    meaningful = [s for s in unique if s.role != OtelSpan.Role.ROOT]
+    *, project: Project, by_trace: dict[str, list[_Received]], result: ExportResult
+) -> list[tuple[int, _Fresh]]:
+    """Add the export's spans to their traces' buffers in one transaction, a few statements
+    whatever its size; (OtelTrace pk, what was added) of the open traces that now have their
+    root, in trace-id order."""
+    if not by_trace:
+        return []
+    spans_of = {t: list({s.span_id: s for s in spans}.values()) for t, spans in by_trace.items()}
+    # A trace is buffered from its first agent, LLM or tool span; a root alone (of no GenAI
+    # kind) of a trace we hold nothing of is just an ordinary trace: ignored.
+    meaningful = sorted(
+        t for t, spans in spans_of.items() if any(s.role != OtelSpan.Role.ROOT for s in spans)
+    )
+    now = timezone.now()
     with transaction.atomic():
-        # A trace is buffered from its first agent, LLM or tool span; a root alone (of no GenAI
-        # kind) of a trace we hold nothing of is just an ordinary trace: ignored.
-        otel_trace = _locked(project, trace_id, create=bool(meaningful))
-        if otel_trace is None:
-            return
-        if otel_trace.completed_at is not None:
+        # Trace-id order, for the inserts and the row locks alike: two exports that share
+        # traces take them in the same order (no deadlock).
+        OtelTrace.objects.bulk_create(
+            [OtelTrace(project=project, trace_id=t, last_received_at=now) for t in meaningful],
+            ignore_conflicts=True,
+        )
+        traces = list(
+            OtelTrace.objects.select_for_update()
+            .filter(project=project, trace_id__in=sorted(spans_of))
+            .order_by("trace_id")
+        )
+        open_traces = []
+        for otel_trace in traces:
+            if otel_trace.completed_at is None:
+                open_traces.append(otel_trace)
+                continue
             known = set(otel_trace.span_ids)
             why = (
-                f"trace {trace_id} could not be stored: {otel_trace.error}"
+                f"trace {otel_trace.trace_id} could not be stored: {otel_trace.error}"
                 if otel_trace.error
-                else f"trace {trace_id} was already stored as a trajectory; later spans are dropped"
+                else f"trace {otel_trace.trace_id} was already stored as a trajectory; later "
+                "spans are dropped"
             )
-            result.reject(sum(1 for s in meaningful if s.span_id not in known), why)
-            return
+            late = spans_of[otel_trace.trace_id]
+            result.reject(
+                sum(1 for s in late if s.role != OtelSpan.Role.ROOT and s.span_id not in known),
+                why,
+            )
+        if not open_traces:
+            return []
         stored = set(
-            otel_trace.spans.filter(span_id__in=[s.span_id for s in unique]).values_list(
-                "span_id", flat=True
-            )
+            OtelSpan.objects.filter(
+                otel_trace__in=open_traces,
+                span_id__in=[s.span_id for t in open_traces for s in spans_of[t.trace_id]],
+            ).values_list("otel_trace_id", "span_id")
         )
-        fresh = [s for s in unique if s.span_id not in stored]
-        fresh = _within_step_limit(otel_trace, fresh, result)
-        OtelSpan.objects.bulk_create(
-            OtelSpan(
-                otel_trace=otel_trace,
-                span_id=s.span_id,
-                parent_span_id=s.parent_span_id,
-                role=s.role,
-                is_root=s.is_root,
-                start_ns=s.start_ns,
-                end_ns=s.end_ns,
-                facts=s.facts,
+        steps = dict(
+            OtelSpan.objects.filter(
+                otel_trace__in=open_traces, role__in=[OtelSpan.Role.LLM, OtelSpan.Role.TOOL]
             )
-            for s in fresh
+            .values("otel_trace_id")
+            .annotate(n=Count("id"))
+            .values_list("otel_trace_id", "n")
         )
-        otel_trace.last_received_at = timezone.now()
-        otel_trace.has_root = otel_trace.has_root or any(s.is_root for s in fresh)
-        otel_trace.save(update_fields=["last_received_at", "has_root"])
-        if otel_trace.has_root:
-            error = _complete(otel_trace, completed_by=OtelTrace.CompletedBy.ROOT, api_key=api_key)
-            if error:
-                result.reject(len(fresh), f"trace {trace_id} could not be stored: {error}")
+        rows: list[OtelSpan] = []
+        rooted: list[tuple[int, _Fresh]] = []
+        new_roots: list[int] = []
+        for otel_trace in open_traces:
+            fresh = [
+                s for s in spans_of[otel_trace.trace_id] if (otel_trace.pk, s.span_id) not in stored
+            ]
+            fresh = _within_step_limit(steps.get(otel_trace.pk, 0), fresh, result)
+            rows.extend(_row(otel_trace, s) for s in fresh)
+            if not otel_trace.has_root and any(s.is_root for s in fresh):
+                new_roots.append(otel_trace.pk)
+            if otel_trace.has_root or any(s.is_root for s in fresh):
+                rooted.append((otel_trace.pk, _Fresh(otel_trace.trace_id, len(fresh))))
+        instances_copy(rows)  # COPY: a collector's 8,192 rows in one stream
+        OtelTrace.objects.filter(pk__in=[t.pk for t in open_traces]).update(last_received_at=now)
+        if new_roots:
+            OtelTrace.objects.filter(pk__in=new_roots).update(has_root=True)
+    return rooted
 
 
-def _within_step_limit(
-    otel_trace: OtelTrace, fresh: list[_Received], result: ExportResult
-) -> list[_Received]:
+def _row(otel_trace: OtelTrace, span: _Received) -> OtelSpan:
+    return OtelSpan(
+        otel_trace=otel_trace,
+        span_id=span.span_id,
+        parent_span_id=span.parent_span_id,
+        role=span.role,
+        is_root=span.is_root,
+        start_ns=span.start_ns,
+        end_ns=span.end_ns,
+        facts=span.facts,
+    )
+
+
+def _within_step_limit(steps: int, fresh: list[_Received], result: ExportResult) -> list[_Received]:
+    """The fresh spans that fit under HINDSIGHT_MAX_STEPS, given the trace's `steps` so far."""
     limit = settings.HINDSIGHT_MAX_STEPS
-    steps = otel_trace.spans.filter(role__in=[OtelSpan.Role.LLM, OtelSpan.Role.TOOL]).count()
     kept: list[_Received] = []
     refused = 0
     for span in sorted(fresh, key=lambda s: (s.start_ns, s.span_id)):
@@ -232,6 +285,31 @@ def _within_step_limit(
         kept.append(span)
     result.reject(refused, f"at most {limit} LLM and tool spans per trace (HINDSIGHT_MAX_STEPS)")
     return kept
+
+
+def otel_trace_complete(pk: int, *, api_key: ApiKey | None) -> str:
+    """Store one buffered trace whose root came, if it is still open; '' or why it failed.
+    Its own transaction, with the trace's row locked (an export adding to it waits)."""
+    with transaction.atomic():
+        otel_trace = (
+            OtelTrace.objects.select_for_update()
+            .select_related("project")
+            .filter(pk=pk, completed_at__isnull=True)
+            .first()
+        )
+        if otel_trace is None:
+            return ""  # stored already (a resent task, or the sweep came first)
+        return _complete(otel_trace, completed_by=OtelTrace.CompletedBy.ROOT, api_key=api_key)
+
+
+def otel_traces_complete(pks: list[int], *, api_key_id: int | None) -> int:
+    """The worker's half of a big export: store each trace (how many were stored now)."""
+    api_key = ApiKey.objects.filter(pk=api_key_id).first() if api_key_id else None
+    done = 0
+    for pk in pks:
+        otel_trace_complete(pk, api_key=api_key)
+        done += 1
+    return done
 
 
 def _complete(otel_trace: OtelTrace, *, completed_by: str, api_key: ApiKey | None) -> str:
@@ -297,10 +375,15 @@ def _first_error(error: ValidationError) -> str:
 
 
 def otel_traces_sweep(*, limit: int = 200) -> int:
-    """Complete traces whose root never came: nothing arrived for HINDSIGHT_OTLP_IDLE_SECONDS."""
-    before = timezone.now() - timedelta(seconds=settings.HINDSIGHT_OTLP_IDLE_SECONDS)
+    """Complete traces whose root never came (nothing arrived for HINDSIGHT_OTLP_IDLE_SECONDS),
+    and those whose root came but whose completion was never run (its task was lost while the
+    broker was down) after ROOTED_GRACE_SECONDS."""
+    now = timezone.now()
+    before = now - timedelta(seconds=settings.HINDSIGHT_OTLP_IDLE_SECONDS)
+    rooted_before = now - timedelta(seconds=ROOTED_GRACE_SECONDS)
     ids = list(
-        OtelTrace.objects.filter(completed_at__isnull=True, last_received_at__lt=before)
+        OtelTrace.objects.filter(completed_at__isnull=True, last_received_at__lt=rooted_before)
+        .filter(Q(last_received_at__lt=before) | Q(has_root=True))
         .order_by("last_received_at")
         .values_list("pk", flat=True)[:limit]
     )
@@ -310,12 +393,14 @@ def otel_traces_sweep(*, limit: int = 200) -> int:
             # skip_locked: a trace an export is adding to right now is not idle.
             otel_trace = (
                 OtelTrace.objects.select_for_update(skip_locked=True)
-                .filter(pk=pk, completed_at__isnull=True, last_received_at__lt=before)
+                .filter(pk=pk, completed_at__isnull=True, last_received_at__lt=rooted_before)
                 .select_related("project")
                 .first()
             )
-            if otel_trace is None:
+            idle = otel_trace is not None and otel_trace.last_received_at < before
+            if otel_trace is None or not (otel_trace.has_root or idle):
                 continue
-            _complete(otel_trace, completed_by=OtelTrace.CompletedBy.IDLE, api_key=None)
+            by = OtelTrace.CompletedBy.ROOT if otel_trace.has_root else OtelTrace.CompletedBy.IDLE
+            _complete(otel_trace, completed_by=by, api_key=None)
             done += 1
     return done

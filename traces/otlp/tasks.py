@@ -1,6 +1,7 @@
 """Celery tasks of the OTLP receiver: thin shells around one service call each."""
 
 from celery import shared_task
+from django.db import InterfaceError, OperationalError
 
 from traces.otlp import services
 
@@ -9,3 +10,17 @@ from traces.otlp import services
 def complete_idle_traces() -> int:
     """Beat: store OpenTelemetry traces whose root span never arrived, once they went idle."""
     return services.otel_traces_sweep()
+
+
+@shared_task(
+    name=services.COMPLETE_TASK,
+    acks_late=True,
+    ignore_result=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=8,
+)
+def complete_traces(pks: list[int], api_key_id: int | None) -> int:
+    """Store the traces of a big export whose root came (the rest of otlp_export's work)."""
+    return services.otel_traces_complete(pks, api_key_id=api_key_id)

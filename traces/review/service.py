@@ -34,6 +34,7 @@ class ReviewPlan:
     trace_id: int
     requests: list[ReviewRequest]
     reason: str  # why these reviews run, shown on the trace
+    project_id: int = 0
 
 
 def trace_view(trace: Trace) -> TraceView:
@@ -126,6 +127,7 @@ def review_begin(*, trace_id: int, worker: str = "") -> ReviewPlan | None:
         trace_id=trace_id,
         requests=[review_request(view, steps, w) for w in windows],
         reason=reason,
+        project_id=trace.project_id,
     )
 
 

@@ -166,9 +166,8 @@ def blame_of(request: ReviewRequest, labels: Mapping[int, str]) -> Blame | None:
                 f"it returned {_quote(error_text(step))}"
                 if errored(step)
                 else _outcome_words(request, step),
-                f"it changed state in a run that {trace.outcome}ed".replace(
-                    "partialed", "partly failed"
-                ),
+                "it changed state in a run that "
+                + ("partly failed" if trace.outcome == "partial" else "failed"),
             )
     failed_calls = [c for c in calls if errored(c)]
     if failed_calls:
