@@ -15,8 +15,12 @@ PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 run: $(STAMP_RUN) $(STAMP_NODE)
 	$(VENV)/bin/hindsight run
 
+# One test process per core (pytest-xdist), each on embedded services of its own
+# (.hindsight/test-gw0, ...); the tests of one file stay in one process (their fixtures).
+# PYTEST_WORKERS=0 runs them in this process, one after the other.
+PYTEST_WORKERS ?= auto
 test: $(STAMP_TEST) $(STAMP_NODE) $(STAMP_TS)
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # mypy loads the settings (django-stubs): importing them starts and writes nothing
 lint: $(STAMP_TEST)

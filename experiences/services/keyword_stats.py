@@ -64,6 +64,9 @@ def keyword_stats_refresh(*, force: bool = False) -> bool:
             if not cursor.fetchone()[0]:
                 return False
             try:
+                # Inside a transaction PostgreSQL answers statistics from the snapshot it took
+                # at the first read: without this an analyze since then goes unseen.
+                cursor.execute("SELECT pg_stat_clear_snapshot()")
                 cursor.execute(_STATE_SQL)
                 changed, live = cursor.fetchone() or (0, 0)
                 analyze = force or changed >= max(20, live // 10)
