@@ -58,6 +58,8 @@ MIDDLEWARE = [
     "hindsight_site.htmx_session.HtmxSessionLapsedMiddleware",
     # a one-time password (made or reset by a project admin) is changed before anything else
     "hindsight_site.password_due.PasswordChangeDueMiddleware",
+    # times in the viewer's time zone (their account's choice, else HINDSIGHT_TIME_ZONE)
+    "hindsight_site.time_zone.UserTimeZoneMiddleware",
 ]
 
 ROOT_URLCONF = "hindsight_site.urls"
@@ -76,6 +78,8 @@ TEMPLATES = [
                 # dashboard: the user's projects, the current one and the role (nav, switcher)
                 "traces.context_processors.dashboard",
             ],
+            # {% when value %}: every moment in one format, in the viewer's time zone
+            "builtins": ["traces.templatetags.times"],
         },
     },
 ]

@@ -34,6 +34,8 @@ urlpatterns = [
         accounts.password_change_done,
         name="password_change_done",
     ),
+    # the account's own settings (the time zone pages show times in)
+    path("accounts/settings/", accounts.account_settings, name="account_settings"),
     # One-time links from `manage.py sign_in_link`: past the sign-in throttle.
     path("accounts/link/<str:token>/", sign_in_link, name="sign_in_link"),
     path("accounts/", include("django.contrib.auth.urls")),

@@ -81,5 +81,7 @@ def dashboard_pages(data: dict[str, Any]) -> list[tuple[str, str]]:
         ("stats", reverse("traces:stats")),
         ("audit", reverse("traces:audit")),
         ("settings", reverse("traces:settings")),
+        ("account", reverse("account_settings")),
+        ("password", reverse("password_change")),
         ("not-found", "/no-such-page/"),
     ]

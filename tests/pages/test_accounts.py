@@ -29,7 +29,7 @@ def test_the_password_change_is_the_sites_own_page(client_for, reviewer):
     body = client_for(reviewer).get("/accounts/password_change/").content.decode()
 
     assert 'class="topbar"' in body and "Change your password" in body
-    assert "/admin/" not in body and 'href="/accounts/password_change/" aria-current="page"' in body
+    assert "/admin/" not in body and 'href="/accounts/settings/" aria-current="page"' in body
 
 
 def test_changing_the_password_keeps_this_session_and_is_audited(reviewer):

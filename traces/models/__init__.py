@@ -12,10 +12,12 @@ from traces.models.reviews import Review, ReviewClaim
 from traces.models.tallies import Tally
 from traces.models.tenancy import PasswordChangeDue
 from traces.models.tools import ToolProfile
+from traces.models.tenancy import AccountSettings
 
 # isort: on
 
 __all__ = [
+    "AccountSettings",
     "ApiKey",
     "AuditEvent",
     "Membership",

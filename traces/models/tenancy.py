@@ -61,6 +61,22 @@ class PasswordChangeDue(models.Model):
         return f"{self.user}: password change due"
 
 
+class AccountSettings(models.Model):
+    """A person's own display settings (the account page)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True,
+        related_name="account_settings",
+    )  # fmt: skip
+    # An IANA zone ("Europe/Paris") the pages show times in; "" = the site's
+    # (HINDSIGHT_TIME_ZONE). Read once a session (hindsight_site.time_zone).
+    time_zone = models.CharField(max_length=64, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.time_zone or 'site time zone'}"
+
+
 class ApiKey(models.Model):
     class Scope(models.TextChoices):
         INGEST = "ingest"  # send trajectories (and send one back to review)

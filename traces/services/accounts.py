@@ -7,6 +7,8 @@ reads no table on any other request.
 """
 
 import secrets
+import zoneinfo
+from functools import cache
 
 from django.contrib.auth.models import User
 from django.contrib.auth.signals import user_logged_in
@@ -16,10 +18,35 @@ from django.dispatch import receiver
 from django.http import HttpRequest
 
 from core.errors import Conflict, InvalidInput
-from traces.models import Membership, PasswordChangeDue, Project
+from traces.models import AccountSettings, Membership, PasswordChangeDue, Project
 from traces.services.audit import audit_event
 
 SESSION_PASSWORD_DUE = "hindsight_password_change_due"
+# The account's time zone, copied into the session once ("" = the site's): see
+# hindsight_site.time_zone.
+SESSION_TIME_ZONE = "hindsight_time_zone"
+
+
+@cache
+def time_zones() -> list[str]:
+    """The IANA zones this machine knows, sorted (the account page's choices)."""
+    return sorted(zoneinfo.available_timezones())
+
+
+def account_time_zone(*, user: User) -> str:
+    """The zone the account chose ("" = the site's)."""
+    chosen = AccountSettings.objects.filter(user=user).values_list("time_zone", flat=True)
+    return chosen.first() or ""
+
+
+def account_time_zone_set(*, request: HttpRequest, user: User, time_zone: str) -> str:
+    """Show times in `time_zone` ("" = the site's) from now on, this session included."""
+    time_zone = time_zone.strip()
+    if time_zone and time_zone not in time_zones():
+        raise InvalidInput(f"time_zone: {time_zone[:64]!r} is not a time zone this site knows")
+    AccountSettings.objects.update_or_create(user=user, defaults={"time_zone": time_zone})
+    request.session[SESSION_TIME_ZONE] = time_zone
+    return time_zone
 
 
 def one_time_password() -> str:
@@ -41,13 +68,15 @@ def password_changed(*, request: HttpRequest, user: User) -> None:
 
 
 @receiver(user_logged_in, dispatch_uid="hindsight-password-change-due")
-def _copy_the_mark_into_the_session(sender, request, user, **kwargs) -> None:  # noqa: ANN001
+def _copy_the_account_into_the_session(sender, request, user, **kwargs) -> None:  # noqa: ANN001
     if request is None or not hasattr(request, "session"):
         return
     if PasswordChangeDue.objects.filter(user=user).exists():
         request.session[SESSION_PASSWORD_DUE] = True
     else:
         request.session.pop(SESSION_PASSWORD_DUE, None)
+    # The zone pages show times in, read here once (hindsight_site.time_zone).
+    request.session[SESSION_TIME_ZONE] = account_time_zone(user=user)
 
 
 def project_create(*, name: str, actor: User) -> Project:

@@ -1,14 +1,17 @@
-"""The signed-in user's own account: changing the password inside the site (forced after a
-one-time password, see hindsight_site.password_due)."""
+"""The signed-in user's own account: the time zone pages show times in, and changing the
+password inside the site (forced after a one-time password, see hindsight_site.password_due)."""
 
+from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import PasswordChangeForm
 from django.contrib.auth.views import PasswordChangeView
 from django.http import HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods
 
+from core.errors import DomainError
 from core.http import AuthedRequest
 from traces.services import accounts
 from traces.services.accounts import SESSION_PASSWORD_DUE
@@ -33,3 +36,34 @@ class AccountPasswordChangeView(PasswordChangeView):
 @login_required
 def password_change_done(request: AuthedRequest) -> HttpResponse:
     return render(request, "registration/password_change_done.html")
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def account_settings(request: AuthedRequest) -> HttpResponse:
+    chosen = accounts.account_time_zone(user=request.user)
+    error = ""
+    if request.method == "POST":
+        wanted = request.POST.get("time_zone", "")
+        try:
+            chosen = accounts.account_time_zone_set(
+                request=request, user=request.user, time_zone=wanted
+            )
+        except DomainError as failure:
+            error, chosen = failure.detail, wanted
+        else:
+            messages.success(
+                request, f"Times are shown in {chosen or settings.TIME_ZONE} from now on."
+            )
+            return redirect("account_settings")
+    return render(
+        request,
+        "registration/account_settings.html",
+        {
+            "zones": accounts.time_zones(),
+            "chosen": chosen,
+            "site_zone": settings.TIME_ZONE,
+            "error": error,
+        },
+        status=422 if error else 200,
+    )
