@@ -335,6 +335,9 @@ HINDSIGHT_LOCAL_MODEL_PATH = env_str(
 # ------------------------------------------------------------------ dashboard
 # A reviewer's claim on a queued trajectory lapses after this many minutes (nothing gets stuck).
 HINDSIGHT_CLAIM_MINUTES = env_int("HINDSIGHT_CLAIM_MINUTES", 30, minimum=1)
+# "Finish" on a claimed trajectory can be undone this long after (its accepted labels go back to
+# the machine, the claim reopens).
+HINDSIGHT_FINISH_UNDO_MINUTES = env_int("HINDSIGHT_FINISH_UNDO_MINUTES", 10, minimum=1)
 # HINDSIGHT_LOW_CONFIDENCE, the queue's threshold, is set with the database settings above.
 
 # ------------------------------------------------------------------ recall and warnings

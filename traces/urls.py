@@ -33,6 +33,7 @@ urlpatterns = [
     path("queue/guidelines/", queue.queue_guidelines, name="queue_guidelines"),
     path("queue/<int:claim_id>/finish/", queue.queue_finish, name="queue_finish"),
     path("queue/<int:claim_id>/release/", queue.queue_release, name="queue_release"),
+    path("queue/undo-finish/", queue.queue_finish_undo, name="queue_finish_undo"),
     path("audit/", audit.audit, name="audit"),
     path("settings/", project_settings.project_settings, name="settings"),
     path("settings/keys/", project_settings.api_key_create, name="key_create"),

@@ -86,6 +86,10 @@ class ReviewClaim(models.Model):
     expires_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
     released_at = models.DateTimeField(null=True, blank=True)
+    # What "Finish" accepted as is, {index: [machine source, labelled_at]}, and when it was undone
+    # (within HINDSIGHT_FINISH_UNDO_MINUTES: the labels go back to the machine, the claim reopens).
+    accepted_steps = models.JSONField(default=dict, blank=True)
+    finish_undone_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -6,7 +6,7 @@ trace's experiences through the one seam (`trace_rederive_enqueue`), inside the 
 nothing is published for a relabel that rolled back.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -124,6 +124,9 @@ def step_relabel(
 class AcceptResult:
     accepted: list[int]  # step indexes now confirmed by a person, accepted as is
     skipped: list[int]  # changed since the reviewer saw them: left as they are
+    # What each accepted step was before, {index: [machine source, labelled_at ISO or None]}:
+    # what undoing the acceptance restores (review_claims.claim_finish_undo).
+    was: dict[int, list] = field(default_factory=dict)
 
 
 def trace_accept_all(*, trace: Trace, seen_versions: dict[int, int], user: User) -> AcceptResult:
@@ -140,7 +143,15 @@ def trace_accept_all(*, trace: Trace, seen_versions: dict[int, int], user: User)
         steps = list(
             Step.objects.select_for_update()
             .filter(trace=trace, index__in=list(seen_versions))
-            .only("pk", "index", "label", "label_source", "label_version", "labelled_by_id")
+            .only(
+                "pk",
+                "index",
+                "label",
+                "label_source",
+                "label_version",
+                "labelled_by_id",
+                "labelled_at",
+            )
             .order_by("index")
         )
         accepted = [
@@ -177,4 +188,44 @@ def trace_accept_all(*, trace: Trace, seen_versions: dict[int, int], user: User)
             },
         )
         _labels_changed(trace_id=trace.pk, at=now)
-    return AcceptResult(accepted=[s.index for s in accepted], skipped=skipped)
+    was = {
+        s.index: [s.label_source, s.labelled_at.isoformat() if s.labelled_at else None]
+        for s in accepted
+    }
+    return AcceptResult(accepted=[s.index for s in accepted], skipped=skipped, was=was)
+
+
+def trace_accept_undo(*, trace: Trace, was: dict[int, list], user: User) -> list[int]:
+    """Give back the machine labels `user` accepted as is (`was`: AcceptResult.was); a step
+    changed since (relabelled, re-reviewed) is left as it is. The step indexes restored."""
+    with transaction.atomic():
+        steps = list(
+            Step.objects.select_for_update()
+            .filter(
+                trace=trace, index__in=list(was), label_source=Step.LabelSource.HUMAN,
+                is_accepted_as_is=True, labelled_by=user,
+            )
+            .order_by("index")
+        )  # fmt: skip
+        now = timezone.now()
+        for step in steps:
+            source, labelled_at = was[step.index]
+            Step.objects.filter(pk=step.pk).update(
+                label_source=source,
+                labelled_by=None,
+                labelled_at=datetime.fromisoformat(labelled_at) if labelled_at else None,
+                label_version=F("label_version") + 1,
+                is_accepted_as_is=False,
+            )
+        if steps:
+            audit_event(
+                action="trace.accept_undo",
+                object_type="trace",
+                object_id=trace.pk,
+                project=trace.project,
+                user=user,
+                before={"steps": {s.index: [s.label, "human"] for s in steps}},
+                after={"steps": {s.index: [s.label, was[s.index][0]] for s in steps}},
+            )
+            _labels_changed(trace_id=trace.pk, at=now)
+    return [s.index for s in steps]

@@ -16,7 +16,7 @@ from core.errors import Conflict, InvalidInput
 from traces.models import Project, ReviewClaim
 from traces.selectors.queue import claim_open_for, queue_candidates
 from traces.services.audit import audit_event
-from traces.services.labels import AcceptResult, trace_accept_all
+from traces.services.labels import AcceptResult, trace_accept_all, trace_accept_undo
 
 CLAIM_ATTEMPTS = 5
 
@@ -70,7 +70,8 @@ def claim_finish(*, claim: ReviewClaim, user: User, seen_versions: dict[int, int
         result = trace_accept_all(trace=claim.trace, seen_versions=seen_versions, user=user)
         if claim.finished_at is None:
             claim.finished_at = timezone.now()
-            claim.save(update_fields=["finished_at"])
+            claim.accepted_steps = {str(i): was for i, was in result.was.items()}
+            claim.save(update_fields=["finished_at", "accepted_steps"])
         audit_event(
             action="queue.finish",
             object_type="trace",
@@ -80,6 +81,75 @@ def claim_finish(*, claim: ReviewClaim, user: User, seen_versions: dict[int, int
             after={"accepted": len(result.accepted), "skipped": result.skipped},
         )
     return result
+
+
+def claim_last_finished(*, user: User, projects) -> ReviewClaim | None:  # noqa: ANN001
+    """The user's latest Finish that can still be undone (HINDSIGHT_FINISH_UNDO_MINUTES)."""
+    since = timezone.now() - timedelta(minutes=settings.HINDSIGHT_FINISH_UNDO_MINUTES)
+    return (
+        ReviewClaim.objects.filter(
+            user=user, project__in=projects, finished_at__gte=since, finish_undone_at__isnull=True
+        )
+        .select_related("trace", "project")
+        .order_by("-finished_at")
+        .first()
+    )
+
+
+def claim_finish_undo(*, claim: ReviewClaim, user: User) -> tuple[ReviewClaim, list[int]]:
+    """Undo a Finish: the labels it accepted as is go back to the machine (those changed since
+    stay), and the trajectory is the reviewer's again for HINDSIGHT_CLAIM_MINUTES (the one the
+    queue handed them next goes back to the queue). The claim and the step indexes given
+    back."""
+    with transaction.atomic():
+        claim = (
+            ReviewClaim.objects.select_for_update()
+            .select_related("trace__project")
+            .get(pk=claim.pk)
+        )
+        now = timezone.now()
+        if claim.user_id != user.pk:
+            raise Conflict("this claim belongs to another reviewer")
+        if claim.finished_at is None or claim.finish_undone_at is not None:
+            raise Conflict("this trajectory is not finished: there is nothing to undo")
+        if now - claim.finished_at > timedelta(minutes=settings.HINDSIGHT_FINISH_UNDO_MINUTES):
+            raise Conflict(
+                f"a Finish can be undone for {settings.HINDSIGHT_FINISH_UNDO_MINUTES} minutes; "
+                "relabel the steps one by one instead"
+            )
+        taken = ReviewClaim.objects.filter(
+            trace=claim.trace, finished_at__isnull=True, released_at__isnull=True
+        )
+        if taken.exists():
+            raise Conflict("another reviewer has this trajectory now; relabel the steps instead")
+        restored = trace_accept_undo(
+            trace=claim.trace,
+            was={int(i): was for i, was in claim.accepted_steps.items()},
+            user=user,
+        )
+        # One trajectory at a time: the one the queue handed out next goes back to it.
+        ReviewClaim.objects.filter(
+            user=user, project=claim.project, finished_at__isnull=True, released_at__isnull=True
+        ).update(released_at=now)
+        claim.finished_at = None
+        claim.finish_undone_at = now
+        claim.expires_at = now + timedelta(minutes=settings.HINDSIGHT_CLAIM_MINUTES)
+        try:
+            with transaction.atomic():
+                claim.save(update_fields=["finished_at", "finish_undone_at", "expires_at"])
+        except IntegrityError as taken_now:  # claimed by another reviewer a moment ago
+            raise Conflict(
+                "another reviewer has this trajectory now; relabel the steps instead"
+            ) from taken_now
+        audit_event(
+            action="queue.finish_undo",
+            object_type="trace",
+            object_id=claim.trace_id,
+            project=claim.project,
+            user=user,
+            after={"restored": len(restored)},
+        )
+    return claim, restored
 
 
 def claim_release(*, claim: ReviewClaim) -> None:

@@ -6,6 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -121,6 +122,9 @@ def _claimed_url(claim: ReviewClaim) -> str:
     return url if look_at is None else f"{url}#step-{look_at}"
 
 
+UNDO_FINISH_TAG = "undo-finish"
+
+
 def _get_claim_for_user(request: AuthedRequest, claim_id: int) -> ReviewClaim:
     claim = (
         ReviewClaim.objects.filter(
@@ -149,6 +153,11 @@ def queue_finish(request: AuthedRequest, claim_id: int) -> HttpResponse:
         messages.error(request, failure.detail)
     else:
         _say_accepted(request, result)
+        messages.info(
+            request,
+            f"Trajectory #{claim.trace_id} finished.",
+            extra_tags=UNDO_FINISH_TAG,  # base.html adds the Undo button to this one
+        )
         following = review_claims.claim_next(project=claim.project, user=request.user)
         if following is None:
             messages.success(request, "That was the last one: the queue is empty.")
@@ -156,6 +165,30 @@ def queue_finish(request: AuthedRequest, claim_id: int) -> HttpResponse:
             url = _claimed_url(following)
     # htmx posts it after its confirmation (the Ctrl+Enter path): navigate the whole page.
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+@require_POST
+@login_required
+def queue_finish_undo(request: AuthedRequest) -> HttpResponse:
+    """Undo the reviewer's latest Finish (within HINDSIGHT_FINISH_UNDO_MINUTES): back to it."""
+    claim = review_claims.claim_last_finished(
+        user=request.user, projects=dashboard_for(request).projects
+    )
+    if claim is None:
+        messages.error(request, "There is no Finish of yours left to undo.")
+        return redirect("traces:queue")
+    try:
+        claim, restored = review_claims.claim_finish_undo(claim=claim, user=request.user)
+    except DomainError as failure:
+        messages.error(request, failure.detail)
+        return redirect("traces:queue")
+    given_back = f"{len(restored)} label{'s' if len(restored) != 1 else ''}"
+    messages.success(
+        request,
+        f"Finish undone: {given_back} of #{claim.trace_id} are machine labels again, and the "
+        f"trajectory is yours until {timezone.localtime(claim.expires_at):%H:%M %Z}.",
+    )
+    return redirect("traces:detail", claim.trace_id)
 
 
 @require_POST
