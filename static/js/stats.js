@@ -22,6 +22,10 @@
   var sourceColours = { llm: "#2563eb", heuristic: "#d29922", human: "#6d4bd1", accepted: "#9aa5b1" };
   Chart.defaults.font.size = 12;
   Chart.defaults.animation = false;
+  // Axis text and grid lines in the page's own colours (light or dark, as the system says).
+  var style = getComputedStyle(document.documentElement);
+  Chart.defaults.color = style.getPropertyValue("--hs-muted").trim() || Chart.defaults.color;
+  Chart.defaults.borderColor = style.getPropertyValue("--hs-border").trim() || Chart.defaults.borderColor;
 
   new Chart(canvas("chart-labels"), {
     type: "bar",

@@ -53,11 +53,16 @@ def describe(page_name: str, violations: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("width", [1440, 390])
+@pytest.mark.parametrize(
+    ("width", "scheme"), [(1440, "light"), (390, "light"), (1440, "dark"), (390, "dark")]
+)
 def test_no_page_has_a_serious_accessibility_violation(
-    browser, live_server, login, admin_user, dashboard, shot, width  # noqa: F811
+    browser, live_server, login, admin_user, dashboard, shot, width, scheme  # noqa: F811
 ):  # fmt: skip
-    context = browser.new_context(viewport={"width": width, "height": 900 if width > 400 else 844})
+    """Every page in both colour schemes (the system's setting picks one: dark mode)."""
+    context = browser.new_context(
+        viewport={"width": width, "height": 900 if width > 400 else 844}, color_scheme=scheme
+    )
     page = context.new_page()
     problems: list[str] = []
 
@@ -69,7 +74,7 @@ def test_no_page_has_a_serious_accessibility_violation(
         page.goto(live_server.url + path)
         page.wait_for_load_state("networkidle")  # htmx-loaded parts (the stats' experience half)
         problems += describe(name, axe_violations(page))
-        shot(page, f"a11y-{width}-{name}")
+        shot(page, f"a11y-{width}-{name}" + ("-dark" if scheme == "dark" else ""))
     context.close()
     assert problems == [], "\n".join(problems)
 
