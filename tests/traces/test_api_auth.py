@@ -135,23 +135,27 @@ def test_keys_that_could_read_before_the_read_scope_keep_reading(project):
     from django.db.migrations.executor import MigrationExecutor
 
     before, after = [("traces", "0015_tool_profiles")], [("traces", "0016_apikey_read_scope")]
-    executor = MigrationExecutor(connection)
-    executor.migrate(before)
-    old = {
-        ("ingest",): ["ingest", "read"],  # it read traces and experiences
-        ("recall",): ["recall", "read"],  # it exported the KB
-        ("ingest", "recall"): ["ingest", "recall", "read"],
-        ("admin",): ["admin"],  # admin reads everything already
-        ("admin", "ingest"): ["admin", "ingest"],
-    }
-    with connection.cursor() as cursor:
-        for n, scopes in enumerate(old):
-            cursor.execute(
-                "INSERT INTO traces_apikey (project_id, name, prefix, key_hash, scopes, "
-                "created_at) VALUES (%s, '', 'hs_old', %s, %s, now())",
-                [project.pk, f"old-{n}", list(scopes)],
-            )
-    MigrationExecutor(connection).migrate(after)
+    try:
+        executor = MigrationExecutor(connection)
+        executor.migrate(before)
+        old = {
+            ("ingest",): ["ingest", "read"],  # it read traces and experiences
+            ("recall",): ["recall", "read"],  # it exported the KB
+            ("ingest", "recall"): ["ingest", "recall", "read"],
+            ("admin",): ["admin"],  # admin reads everything already
+            ("admin", "ingest"): ["admin", "ingest"],
+        }
+        with connection.cursor() as cursor:
+            for n, scopes in enumerate(old):
+                cursor.execute(
+                    "INSERT INTO traces_apikey (project_id, name, prefix, key_hash, scopes, "
+                    "created_at) VALUES (%s, '', 'hs_old', %s, %s, now())",
+                    [project.pk, f"old-{n}", list(scopes)],
+                )
+        MigrationExecutor(connection).migrate(after)
 
-    migrated = {k.key_hash: sorted(k.scopes) for k in ApiKey.objects.all()}
+        migrated = {k.key_hash: sorted(k.scopes) for k in ApiKey.objects.all()}
+    finally:  # back to the newest schema: later tests of this process need every table
+        latest = MigrationExecutor(connection)
+        latest.migrate(latest.loader.graph.leaf_nodes())
     assert migrated == {f"old-{n}": sorted(new) for n, new in enumerate(old.values())}
