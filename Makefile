@@ -10,7 +10,7 @@ STAMP_NODE := node_modules/.installed
 STAMP_TS := clients/typescript/node_modules/.installed
 PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: run test lint format bench clean-data
+.PHONY: run test check lint format bench clean-data
 
 run: $(STAMP_RUN) $(STAMP_NODE)
 	$(VENV)/bin/hindsight run
@@ -21,6 +21,12 @@ run: $(STAMP_RUN) $(STAMP_NODE)
 PYTEST_WORKERS ?= auto
 test: $(STAMP_TEST) $(STAMP_NODE) $(STAMP_TS)
 	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+# The quick tier while working: no browser, no `hindsight run`, no Celery worker process, no
+# framework integrations (CI and `make test` run everything).
+check: $(STAMP_TEST)
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not worker and not launcher" \
+		--ignore=tests/browser --ignore=tests/integrations $(PYTEST_ARGS)
 
 # mypy loads the settings (django-stubs): importing them starts and writes nothing
 lint: $(STAMP_TEST)

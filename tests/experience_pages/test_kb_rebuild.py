@@ -26,6 +26,13 @@ def promoted(project, make_experience):
     ]
 
 
+@pytest.fixture(autouse=True)
+def _nothing_queued_before() -> None:
+    """The tests read the broker's queue: tasks earlier tests of this process published (a
+    review's re-derivations, an export's completions) are taken out first."""
+    take_queued_tasks()
+
+
 @pytest.fixture
 def queued(project, admin_user):
     """A rebuild queued by the admin (its task taken out of the broker: no worker here)."""
