@@ -19,17 +19,17 @@ MAX_TRACES = 500  # re-derived per matured review; an older lesson beyond it sta
 _INACTIVE = (Experience.Status.ARCHIVED, Experience.Status.REJECTED)
 
 
+def _reads_somewhere(effect: ToolEffect) -> bool:
+    return effect.is_read_only or effect.commit_arguments is not None
+
+
 def tools_matured(before: Mapping[str, ToolEffect], after: Mapping[str, ToolEffect]) -> list[str]:
     """The tools some of whose calls were not known to only read and now are: the tool reads,
     or it commits with one argument only (`click "Buy Now"`) and its other calls navigate."""
-
-    def reads_somewhere(effect: ToolEffect) -> bool:
-        return effect.is_read_only or effect.commit_arguments is not None
-
     return sorted(
         tool
         for tool, now in after.items()
-        if tool in before and reads_somewhere(now) and not reads_somewhere(before[tool])
+        if tool in before and _reads_somewhere(now) and not _reads_somewhere(before[tool])
     )
 
 
@@ -38,9 +38,12 @@ def traces_to_rederive(
 ) -> tuple[list[int], str]:
     """The traces whose episode blamed a call of a tool this review's run made mature, and why
     they are re-derived (the version's reason)."""
-    if not before:
+    # Only a tool not yet known to read anywhere can mature: most reviews of a project that
+    # knows its tools read nothing more here.
+    unknown = [t for t, effect in before.items() if not _reads_somewhere(effect)]
+    if not unknown:
         return [], ""
-    after = tool_effects_for(project_id=project_id, tools=before)
+    after = tool_effects_for(project_id=project_id, tools=unknown)
     matured = tools_matured(before, after)
     if not matured:
         return [], ""

@@ -26,6 +26,7 @@ from traces.selectors.queue import (
 )
 from traces.selectors.review_backlog import review_backlog
 from traces.services import review_claims
+from traces.templatetags.times import FORMATS
 from traces.views.common import (
     dashboard_for,
     project_page,
@@ -123,6 +124,7 @@ def _claimed_url(claim: ReviewClaim) -> str:
 
 
 UNDO_FINISH_TAG = "undo-finish"
+TIME_FORMAT = FORMATS["time"]  # the pages' one form of an hour
 
 
 def _get_claim_for_user(request: AuthedRequest, claim_id: int) -> ReviewClaim:
@@ -186,7 +188,7 @@ def queue_finish_undo(request: AuthedRequest) -> HttpResponse:
     messages.success(
         request,
         f"Finish undone: {given_back} of #{claim.trace_id} are machine labels again, and the "
-        f"trajectory is yours until {timezone.localtime(claim.expires_at):%H:%M %Z}.",
+        f"trajectory is yours until {timezone.localtime(claim.expires_at):{TIME_FORMAT}}.",
     )
     return redirect("traces:detail", claim.trace_id)
 
