@@ -39,6 +39,7 @@ from experiences.models import Experience, scene_text
 from experiences.scene import keywords_of
 from experiences.services.recall_block import (
     Case,
+    asked_family,
     ordered,
     prompt_block,
     same_case_of,
@@ -86,6 +87,7 @@ class Recalled:
     upvotes: int
     downvotes: int
     support_count: int
+    family_id: int | None  # the task family it belongs to (episodes) or speaks for
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> "Recalled":
@@ -461,7 +463,9 @@ def experience_recall(
             cursor, project=project, query=query, vector=vector, keywords=query_keywords(query)
         )
     now = timezone.now()
-    items = served_items(candidates_scored(rows, query=query, now=now), k=query.k)
+    scored = candidates_scored(rows, query=query, now=now)
+    family_id = asked_family(scored, k=query.k)
+    items = served_items(scored, k=query.k, family_id=family_id)
     warnings = (
         warnings_for_tools(project=project, tools=query.tools) if query.include_warnings else []
     )
@@ -474,6 +478,6 @@ def experience_recall(
         latency_ms=round((time.perf_counter() - started) * 1000, 2),
     )
     cases = same_case_of(items, query.task)
-    items = ordered(with_cases(items, cases))
+    items = ordered(with_cases(items, cases), family_id=family_id)
     block = prompt_block(items, cases, query.environment)
     return RecallResult(log_id=log_id, items=items, prompt_block=block, warnings=warnings)

@@ -2,10 +2,14 @@
 block in the seeds' injection form (per tool, "When you use X: …"), the family's workflow first,
 each line with its kind, polarity and support, short enough to sit before the user's input.
 
-**What is served.** The k best-scored items, except that the best family workflow among the
-candidates takes the last place when none made the k (a task never seen before is what a
-family's workflow is for). **Order**: the same case first (its replay is the most specific
-memory there is), then the family's workflow, then the rest by score.
+**What is served.** The k best-scored items, except that the asked family's workflow takes the
+last place when it did not make the k (a task never seen before is what a family's workflow is
+for). The asked family is the one whose items hold the most score among the k best: a vote of
+the nearest runs, which tells a request's kind of task better than the families' centroids do
+(a family whose requests are varied, "transfer me to a human", has a centroid near everything).
+Another family's workflow keeps its place by score: put first, it would teach the calls of
+another kind of task. **Order**: the same case first (its replay is the most specific memory
+there is), then the asked family's workflow, then the rest by score.
 
 **The same case.** An item is the same case as the query when the query names one of the
 identifiers of the item's request (a user id, an order number: tokens with letters and digits,
@@ -14,6 +18,7 @@ at least HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY). Then the exact replay of th
 included, is served in place of the general advice; any other item gives only the strategy.
 """
 
+from collections import Counter
 from dataclasses import dataclass, replace
 
 from django.conf import settings
@@ -112,23 +117,38 @@ def prompt_block(items, cases: dict[int, Case], environment: list[str]) -> str:
     return "\n".join(lines)
 
 
-def served_items(scored: list, *, k: int) -> list:
-    """The k best items, the best workflow among the rest taking the last place when none is
-    among them (see the module docstring)."""
+def asked_family(scored: list, *, k: int) -> int | None:
+    """The family the query most likely is of: the one whose items hold the most score among
+    the k best (None when none of them belongs to a family)."""
+    held: Counter[int] = Counter()
+    for item in scored[:k]:
+        if item.experience.family_id is not None:
+            held[item.experience.family_id] += item.score
+    return held.most_common(1)[0][0] if held else None
+
+
+def _is_family_workflow(item, family_id: int | None) -> bool:
+    return item.experience.kind == "workflow" and item.experience.family_id == family_id
+
+
+def served_items(scored: list, *, k: int, family_id: int | None) -> list:
+    """The k best items, the asked family's workflow (`asked_family`) taking the last place when
+    it is not among them (see the module docstring)."""
     top = scored[:k]
-    if k < 1 or any(i.experience.kind == "workflow" for i in top):
+    if k < 1 or family_id is None or any(_is_family_workflow(i, family_id) for i in top):
         return top
-    workflow = next((i for i in scored[k:] if i.experience.kind == "workflow"), None)
+    workflow = next((i for i in scored[k:] if _is_family_workflow(i, family_id)), None)
     return top if workflow is None else [*top[: k - 1], workflow]
 
 
-def ordered(items) -> list:
-    """The same case first, then workflows, then the others (each group by score)."""
+def ordered(items, *, family_id: int | None) -> list:
+    """The same case first, then the asked family's workflow, then the others (each group by
+    score)."""
 
     def rank(item) -> int:
         if item.case.same_instance:
             return 0
-        return 1 if item.experience.kind == "workflow" else 2
+        return 1 if _is_family_workflow(item, family_id) else 2
 
     return sorted(items, key=rank)  # stable: by score within each group
 

@@ -1,0 +1,50 @@
+"""Which workflow recall puts first: the family the nearest items vote for, never another
+family's workflow that merely made the candidate list (pure functions of scored items)."""
+
+from datetime import UTC, datetime
+
+from experiences.services.recall import Recalled, RecallItem
+from experiences.services.recall_block import Case, asked_family, ordered, served_items
+
+CHANGE, TRANSFER = 1, 2  # two task families
+
+
+def item(experience_id, score, *, kind="episode", family_id=None, same_case=False) -> RecallItem:
+    experience = Recalled(
+        id=experience_id, advice=f"advice {experience_id}", polarity="success", kind=kind,
+        status="approved", environment=[], tools=[], path=[], evidence_at=datetime.now(UTC),
+        upvotes=0, downvotes=0, support_count=1, family_id=family_id,
+    )  # fmt: skip
+    return RecallItem(experience, score, {}, None, Case(same_instance=same_case))
+
+
+def test_the_family_holding_most_of_the_best_scores_is_the_asked_one():
+    scored = [item(1, 0.9, family_id=TRANSFER), item(2, 0.8, family_id=CHANGE),
+              item(3, 0.7, family_id=CHANGE), item(4, 0.6)]  # fmt: skip
+    assert asked_family(scored, k=3) == CHANGE
+    assert asked_family(scored, k=1) == TRANSFER
+    assert asked_family([item(4, 0.6)], k=5) is None
+
+
+def test_another_family_s_workflow_is_neither_added_nor_put_first():
+    # The transfer family's workflow made the candidates (its centroid is near everything), but
+    # the nearest runs are flight changes: it keeps its place by score and is not added.
+    scored = [
+        item(1, 0.9, family_id=CHANGE), item(2, 0.85, family_id=CHANGE),
+        item(3, 0.8, kind="workflow", family_id=TRANSFER), item(4, 0.7, family_id=CHANGE),
+        item(5, 0.6, family_id=CHANGE), item(6, 0.5, kind="workflow", family_id=TRANSFER),
+    ]  # fmt: skip
+    family = asked_family(scored, k=5)
+    served = served_items(scored, k=5, family_id=family)
+    assert [i.experience.id for i in ordered(served, family_id=family)] == [1, 2, 3, 4, 5]
+
+
+def test_the_asked_family_s_workflow_takes_the_last_place_and_comes_first():
+    scored = [item(1, 0.9, family_id=CHANGE), item(2, 0.85, family_id=CHANGE, same_case=True),
+              item(3, 0.8, kind="workflow", family_id=TRANSFER), item(4, 0.3, family_id=CHANGE),
+              item(5, 0.2, kind="workflow", family_id=CHANGE)]  # fmt: skip
+    family = asked_family(scored, k=3)
+    assert family == CHANGE
+    served = served_items(scored, k=3, family_id=family)
+    # The same case first, then the asked family's workflow, then the rest by score.
+    assert [i.experience.id for i in ordered(served, family_id=family)] == [2, 5, 1]
