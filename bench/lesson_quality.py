@@ -140,7 +140,7 @@ def forbidden_calls(advice: str, tools: set[str]) -> list[tuple[str, str, str]]:
     return found
 
 
-_CHECK_BEFORE = re.compile(r"\bbefore you ([\w.-]+)", re.I)
+_CHECK_BEFORE = re.compile(r"\bbefore you ([\w-]+(?:\.[\w-]+)*)", re.I)  # "fs.read", no full stop
 
 
 def warned_tools(advice: str, tools: set[str]) -> set[str]:
@@ -196,9 +196,8 @@ def lesson_figures(
         wrong = failed_writes.get(probe.group, set())
         if wrong:
             warn_cases += 1
-            if any(
-                tool in wrong for i in first for tool, _, _ in forbidden_calls(i["advice"], tools)
-            ):
+            # As the module docstring defines it: "do not X" or "… before you X" (warned_tools).
+            if any(wrong & warned_tools(i["advice"], tools) for i in first):
                 warned += 1
     blocks = [len(a.get("prompt_block", "")) for a in answers]
     return {

@@ -237,13 +237,21 @@ def _ended_on(tool, runs, project_runs):
     return HeuristicReviewer().review(request_for(trace, steps)).template
 
 
-def test_a_failed_run_ending_on_a_write_most_runs_never_make_is_taught_do_not():
-    # A hand-off made in 2 of 20 runs: making it was the mistake, the lesson forbids it.
+def test_a_write_most_runs_never_make_is_warned_of_never_forbidden_by_the_outcome_alone():
+    # A hand-off made in 2 of 20 runs, in a run that failed: the outcome says the run went
+    # wrong, not that a hand-off is always wrong (the next task may need one). The lesson is to
+    # make it only when asked and allowed, with the arguments' provenance; no "do not".
     template = _ended_on("transfer_to_human_agents", runs=2, project_runs=20)
-    assert template.experience.startswith(
-        "When you use transfer_to_human_agents: do not transfer_to_human_agents <reservation_id"
+    assert template.experience == (
+        "When you use transfer_to_human_agents: a run that called it with <reservation_id from "
+        "get_reservation_details> failed; make this change only when the request asks for it "
+        "and the rules allow it: check both before you transfer_to_human_agents."
     )
-    assert "before you transfer_to_human_agents" not in template.experience
+    # The replay of the same case names the call, and says the run failed after it.
+    assert template.replay.endswith(
+        '; the run failed after transfer_to_human_agents "K1NW8N": check that '
+        "change against the request before you make it again."
+    )
     # A commit made in nearly every run (an answer, a purchase) is needed again: check it first.
     template = _ended_on("submit_order", runs=19, project_runs=20)
     assert template.experience.endswith(

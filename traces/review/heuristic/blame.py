@@ -43,6 +43,8 @@ REFUSED = EVIDENCE[1]
 CHANGED = EVIDENCE[2]
 FAILED = EVIDENCE[3]
 QUOTE_CHARS = 80
+# Consequences that are the outcome alone: nothing says which step made the run go wrong.
+OUTCOME_ONLY = ("the run failed", "it only partly worked")
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,7 @@ def _outcome_words(request: ReviewRequest, after: StepView) -> str:
         return f"the user then said {_quote(reply)}"
     if request.trace.feedback.strip():
         return f"the feedback was {_quote(request.trace.feedback)}"
-    return "the run failed" if request.trace.outcome == "failure" else "it only partly worked"
+    return OUTCOME_ONLY[0] if request.trace.outcome == "failure" else OUTCOME_ONLY[1]
 
 
 def blame_of(request: ReviewRequest, labels: Mapping[int, str]) -> Blame | None:
@@ -191,7 +193,7 @@ def blame_of(request: ReviewRequest, labels: Mapping[int, str]) -> Blame | None:
             (s for s in reversed(steps) if s.kind == "llm_reasoning" and s.content.strip()), None
         )
         if reply is not None and calls and reply.index > calls[-1].index:
-            return blame(reply, EVIDENCE[5], "the run failed", "the run ended on this reply")
+            return blame(reply, EVIDENCE[5], OUTCOME_ONLY[0], "the run ended on this reply")
     return None
 
 

@@ -12,7 +12,14 @@ literal run, ids included, is the `replay`: served only when the very same case 
 
 from collections.abc import Mapping
 
-from traces.review.heuristic.blame import CHANGED, FAILED, REFUSED, Blame, blame_of
+from traces.review.heuristic.blame import (
+    CHANGED,
+    FAILED,
+    OUTCOME_ONLY,
+    REFUSED,
+    Blame,
+    blame_of,
+)
 from traces.review.heuristic.placeholders import (
     Sources,
     call_pattern,
@@ -91,13 +98,23 @@ def _lesson(
     if blame.evidence == REFUSED or (blame.evidence == CHANGED and ended_on_it and every_run):
         # The final answer or purchase (refused, or the commit the run ended on, made in nearly
         # every run) is needed every time, and its literal value belongs to that one case: the
-        # lesson is to check what it rests on, never "do not commit". A write most runs never
-        # make (a hand-off, a cancellation) was wrong to make at all: "do not" (below).
+        # lesson is to check what it rests on, never "do not commit".
         shown = phrase if '"' not in phrase else f"the run's {step.tool}"
         verdict = "was refused" if blame.evidence == REFUSED else "was not right"
         advice = (
             f"{where}: {shown} {verdict} ({blame.consequence}); check it against every "
             f"part of the request before you {step.tool}."
+        )
+    elif blame.evidence == CHANGED and step.tool and not every_run:
+        # A write most runs never make (a hand-off, a cancellation) in a run that failed: the
+        # outcome says the run went wrong, not that this change is always wrong (the next task
+        # may need it): make it only when the request asks for it and the rules allow it.
+        arguments = phrase.removeprefix(step.tool).strip()
+        made = f"a run that called it with {arguments}" if arguments else "a run that called it"
+        why = "" if blame.consequence in OUTCOME_ONLY else f" ({blame.consequence})"
+        advice = (
+            f"{where}: {made} failed{why}; make this change only when the request asks for it "
+            f"and the rules allow it: check both before you {step.tool}."
         )
     elif blame.evidence == FAILED and request.trace.call_effect(step).is_read_only:
         # A look-up that failed: looking up is still right, the lesson is what to do when it
@@ -125,10 +142,18 @@ def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blam
     if blame is not None:
         step = blame.step
         what = literal_call(step) if step.tool else f'reply "{first_sentence(step.content, 60)}"'
-        if blame.evidence in (REFUSED, CHANGED) and step.tool:
+        if blame.evidence == REFUSED and step.tool:
             # The answer or purchase itself is needed: that one was wrong for this case.
-            verdict = "was refused" if blame.evidence == REFUSED else "was not right"
-            text += f"; {what} {verdict}: {blame.consequence}"
+            text += f"; {what} was refused: {blame.consequence}"
+        elif blame.evidence == CHANGED and step.tool:
+            # The run failed after this change; the outcome alone does not say the change itself
+            # was the mistake (it may be the one the case needs, with another beside it).
+            after = (
+                f"the run failed after {what}"
+                if blame.consequence in OUTCOME_ONLY
+                else f"after {what} {blame.consequence}"
+            )
+            text += f"; {after}: check that change against the request before you make it again"
         else:
             text += f"; do not {what}: {blame.consequence}"
     elif counts_as_success(outcome) and request.trace.final_answer:

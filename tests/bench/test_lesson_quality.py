@@ -1,0 +1,30 @@
+"""The served-advice figures' detectors (bench/lesson_quality.py) read the wordings the
+reviewer writes: a warning is found whether it forbids ("do not X") or asks to check first
+("… before you X."), and a warning is no recommendation."""
+
+from bench.lesson_quality import _recommends, warned_tools
+
+TOOLS = {"cancel_reservation", "get_reservation_details", "fs.read"}
+
+
+def test_a_check_before_the_call_warns_of_it_even_at_the_end_of_a_sentence():
+    advice = (
+        "When you use cancel_reservation: a run that called it with <reservation_id from "
+        "get_reservation_details> failed; make this change only when the request asks for it "
+        "and the rules allow it: check both before you cancel_reservation."
+    )
+    assert warned_tools(advice, TOOLS) == {"cancel_reservation"}
+    assert not _recommends(advice, {"cancel_reservation"}, TOOLS)
+    assert warned_tools("Check the path before you fs.read.", TOOLS) == {"fs.read"}
+    assert warned_tools("do not cancel_reservation <reservation_id>: the run failed.", TOOLS) == {
+        "cancel_reservation"
+    }
+
+
+def test_a_workflow_that_makes_the_change_recommends_it():
+    advice = (
+        "When you use get_reservation_details, first get_user_details <user_id from the "
+        "request>, then cancel_reservation <reservation_id from get_user_details>."
+    )
+    assert _recommends(advice, {"cancel_reservation"}, TOOLS)
+    assert warned_tools(advice, TOOLS) == set()
