@@ -231,7 +231,9 @@ def recall_hits(
                 from_failure = set(sources[first["experience_id"]]) & set(failed_before)
                 served = first.get("replay") or first["advice"]  # the same case: its replay
                 says_lesson = re.search(
-                    r"\b(do not|don't|avoid|instead|was refused|was not right|before you)\b", served, re.I
+                    r"\b(do not|don't|avoid|instead|was refused|was not right|before you)\b",
+                    served,
+                    re.I,
                 )
                 if (from_failure or polarity.get(first["experience_id"]) == "failure") and (
                     says_lesson
