@@ -329,7 +329,7 @@ def evaluate_unseen(site: Site, base: str, data: Split, show_misses: bool) -> di
     dataset = data.dataset.removesuffix("-unseen")
     figures["right_tools_first"] = right_tools_first(dataset, data.probes, answers, data.history)
     figures["lessons"] = lesson_figures(dataset, data.history, data.probes, answers)
-    figures["judged"] = judged_figures(data.dataset, answers)
+    figures["judged"] = judged_figures(dataset, answers)  # the domain's judged texts
     return figures
 
 
@@ -406,12 +406,14 @@ def main(argv: list[str] | None = None) -> dict:
             f"{lessons['state_changing_unneeded_share']}, wrong write warned "
             f"{lessons['wrong_write_warned_share']}, block {lessons['block_chars_median']}"
         )
-        judged = figures.get("judged") or {}
-        if judged.get("covered"):
-            print(
-                f"  hand-judged: {judged['covered']} of {judged['served']} served items, "
-                f"helpful {judged['helpful_share']}, misleading {judged['misleading_share']}"
-            )
+        for label, judged in (("", figures.get("judged")),
+                              (" (unseen)", figures.get("unseen", {}).get("judged"))):  # fmt: skip
+            if judged and judged.get("covered"):
+                print(
+                    f"  hand-judged{label}: {judged['covered']} of {judged['served']} served "
+                    f"items, helpful {judged['helpful_share']}, misleading "
+                    f"{judged['misleading_share']}"
+                )
         review = figures["review"]
         print(f"  yield {review['yield']:.3f} {review['yield_by_outcome']}; proposals/100 "
               f"{review['proposals_per_100']}; problems {review['advice_problems']}")  # fmt: skip

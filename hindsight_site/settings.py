@@ -365,6 +365,12 @@ HINDSIGHT_RECALL_MIN_SIMILARITY = env_float("HINDSIGHT_RECALL_MIN_SIMILARITY", 0
 HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY = env_float(
     "HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY", 0.92, minimum=0.0
 )
+# An item whose request names one of the query's identifiers (the same user, the same order) is
+# the same case only when it asks at least this similar a thing: the same user with another
+# kind of request (a baggage question after a cancellation) is a new case.
+HINDSIGHT_RECALL_SAME_CASE_NAMED_SIMILARITY = env_float(
+    "HINDSIGHT_RECALL_SAME_CASE_NAMED_SIMILARITY", 0.5, minimum=0.0
+)
 # The keyword score's share of relevance (cosine similarity has the rest): 0.25, the default
 # of Weaviate's hybrid search (alpha 0.75, whose default fusion also sums scores, not ranks),
 # not a figure fitted to any data here.

@@ -13,8 +13,10 @@ there is), then the asked family's workflow, then the rest by score.
 
 **The same case.** An item is the same case as the query when the query names one of the
 identifiers of the item's request (a user id, an order number: tokens with letters and digits,
-or underscored names; never a bare number or price) or asks nearly the same thing (similarity
-at least HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY). Then the exact replay of that run, identifiers
+or underscored names; never a bare number or price) and asks a like thing (similarity at least
+HINDSIGHT_RECALL_SAME_CASE_NAMED_SIMILARITY: the same user asking about baggage after a
+cancellation is a new case), or asks nearly the same thing (similarity at least
+HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY). Then the exact replay of that run, identifiers
 included, is served in place of the general advice; any other item gives only the strategy.
 """
 
@@ -70,11 +72,13 @@ def same_case_of(items, query_task: str) -> dict[int, Case]:
         rows = {row[0]: row[1:] for row in cursor.fetchall()}
     asked = _identifiers(query_task)
     threshold = settings.HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY
+    named_threshold = settings.HINDSIGHT_RECALL_SAME_CASE_NAMED_SIMILARITY
     cases = {}
     for item in items:
         request, summary, replay, sources = rows.get(item.experience.id, ("", "", "", []))
-        named = bool(asked & _identifiers(request or summary))
-        near = item.score_parts.get("similarity", 0.0) >= threshold
+        similarity = item.score_parts.get("similarity", 0.0)
+        named = bool(asked & _identifiers(request or summary)) and similarity >= named_threshold
+        near = similarity >= threshold
         same = bool(replay) and item.experience.kind == "episode" and (named or near)
         cases[item.experience.id] = Case(
             same_instance=same, replay=replay if same else "", sources=tuple(sources)

@@ -85,6 +85,21 @@ def test_the_same_case_gets_the_exact_replay_and_a_new_case_only_the_strategy(po
         assert literal not in other["prompt_block"]
 
 
+def test_the_same_user_with_another_kind_of_request_is_a_new_case(post):
+    reviewed(post, change_flight("run-1", "omar_rossi_1241", "UM3OG5"))
+
+    answer = post(
+        "recall",
+        {"task": "omar_rossi_1241 here. What is the weather like in Paris in spring?",
+         "include_candidates": True},
+    )  # fmt: skip
+    assert answer["items"]
+    for item in answer["items"]:  # named, but asking another thing: the strategy, not the replay
+        assert item["same_instance"] is False and item["replay"] == ""
+        assert item["score_parts"]["similarity"] < 0.5
+    assert "UM3OG5" not in answer["prompt_block"]
+
+
 def test_a_family_yields_a_workflow_and_an_insight_served_for_a_new_task(post):
     reviewed(post, change_flight("ok-1", "omar_rossi_1241", "UM3OG5"))
     reviewed(post, change_flight("ok-2", "sara_doe_496", "ZFA04Y"))
