@@ -5,7 +5,9 @@ Memory's workflows), computed from the episodes' call patterns alone (no databas
 successful runs called among their necessary calls, in the order they called them (the mean of
 each tool's relative position), each shown by the way the runs called it most often (its
 placeholders, see traces.review.heuristic.placeholders), anchored on the last state-changing
-one: "When you use X, first A, then B; call it with <…>".
+one: "When you use X, first A, then B; call it with <…>". A family whose successes only read
+(answers, refusals) is told so: "When you answer: first A, then B; the 5 successful runs of
+this kind changed nothing".
 
 **Insights** (successes and failures both present): a run is described by what it did — each
 tool it called, each tool it called before a state-changing one, each tool whose call failed —
@@ -71,9 +73,13 @@ def workflow(members: list[Member]) -> Induced | None:
     effects: dict[str, str] = {}
     holders: dict[str, set[int]] = {}
     for member in successes:
-        made = [c for c in member.calls if c["necessary"] and not c["errored"]] or [
-            c for c in member.calls if not c["errored"]
-        ]
+        # Its necessary calls, and every change it made: a success's writes are what its family
+        # is (families._signature), whatever label a later relabel gave one of them.
+        made = [
+            c
+            for c in member.calls
+            if not c["errored"] and (c["necessary"] or c["effect"] == "write")
+        ] or [c for c in member.calls if not c["errored"]]
         seen: list[str] = []
         for call in made:
             if call["tool"] not in seen:
@@ -91,9 +97,18 @@ def workflow(members: list[Member]) -> Induced | None:
     writes = [t for t in kept if effects[t] == "write"]
     anchor = writes[-1] if writes else kept[-1]
     shown = {t: _pattern_of(successes, t) for t in kept}
-    before = [shown[t] for t in kept[: kept.index(anchor)]]
-    after = [shown[t] for t in kept[kept.index(anchor) + 1 :]]
-    advice = when_you_use(anchor, ", then ".join(before), shown[anchor], ", then ".join(after))
+    if not any(c["effect"] == "write" for m in successes for c in m.calls):
+        # No success made a state-changing call (an answer, a refusal: the family of reads only,
+        # families._signature): that nothing was changed is the strategy, and the answer is
+        # where it applies.
+        advice = (
+            f"When you answer: first {', then '.join(shown[t] for t in kept)}; the "
+            f"{len(successes)} successful runs of this kind changed nothing"
+        )
+    else:
+        before = [shown[t] for t in kept[: kept.index(anchor)]]
+        after = [shown[t] for t in kept[kept.index(anchor) + 1 :]]
+        advice = when_you_use(anchor, ", then ".join(before), shown[anchor], ", then ".join(after))
     resting = sorted({t for tool in kept for t in holders[tool]})
     return Induced(
         key="workflow",

@@ -52,6 +52,33 @@ def test_one_success_is_no_workflow():
     assert workflow(FAMILY[:1] + FAMILY[3:]) is None
 
 
+def test_a_family_whose_successes_only_read_is_told_they_changed_nothing():
+    # Requests the policy refuses, questions: the look-ups, and that nothing was changed.
+    answered = [success(1, USER, RESERVATION), success(2, USER, RESERVATION), success(3, USER)]
+    induced = workflow(answered)
+    assert induced.advice == (
+        f"When you answer: first {USER}, then {RESERVATION}; the 3 successful runs of this kind "
+        "changed nothing."
+    )
+    assert induced.tools == ["get_reservation_details", "get_user_details"]
+    # One success that made a change is no family that only reads.
+    assert workflow([*answered[:2], success(4, USER, CHANGE)]).advice.startswith("When you use")
+
+
+def test_the_family_s_change_is_in_its_workflow_whatever_its_label():
+    # The reviewer called two successes' change redundant (they repeated it): it is still what
+    # those runs did to succeed, and the workflow ends on it.
+    relabelled = [
+        success(1, USER, RESERVATION, CHANGE),
+        Member(2, True, calls(USER, RESERVATION) + calls(CHANGE, necessary=False)),
+        Member(3, True, calls(USER, RESERVATION) + calls(CHANGE, necessary=False)),
+    ]
+    assert workflow(relabelled).advice == (
+        f"When you use update_reservation_flights, first {USER}, then {RESERVATION}; call it "
+        "with <reservation_id from get_user_details>."
+    )
+
+
 def test_the_strongest_contrast_is_reading_before_the_change():
     found = insights(FAMILY)
     first = found[0]
