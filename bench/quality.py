@@ -49,7 +49,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -330,6 +330,22 @@ def evaluate_unseen(site: Site, base: str, data: Split, show_misses: bool) -> di
     figures["right_tools_first"] = right_tools_first(dataset, data.probes, answers, data.history)
     figures["lessons"] = lesson_figures(dataset, data.history, data.probes, answers)
     figures["judged"] = judged_figures(dataset, answers)  # the domain's judged texts
+    if any("query_before_write" in p.meta for p in data.probes):
+        figures["before_first_write"] = _before_first_write(api, db, data, project)
+    return figures
+
+
+def _before_first_write(api: Api, db: Db, data: Split, project: int) -> dict:
+    """A labelled line, not the headline: the same never-seen tasks recalled again with what the
+    agent knows just before its first state-changing call (every user turn until then), as an
+    agent that recalls at each step would; the baselines get the same text."""
+    later = [
+        replace(p, meta={**p.meta, "query": p.meta["query_before_write"]}) for p in data.probes
+    ]
+    asked = replace(data, dataset=f"{data.dataset}-before-write", probes=later)
+    figures, answers = ranking_against_baselines(api, db, asked, project, False, by_family=True)
+    dataset = data.dataset.removesuffix("-unseen")
+    figures["right_tools_first"] = right_tools_first(dataset, later, answers, data.history)
     return figures
 
 
@@ -397,6 +413,12 @@ def main(argv: list[str] | None = None) -> dict:
             best = max(figures["unseen"][b]["hit@3"] for b in ("tfidf_tasks", "minilm_tasks"))
             print(f"  unseen tasks: hit@3 {f['hit@3']:.3f} (best baseline {best:.3f}), right "
                   f"tools first {figures['unseen']['right_tools_first']}")  # fmt: skip
+            later = figures["unseen"].get("before_first_write")
+            if later:
+                best = max(later[b]["hit@3"] for b in ("tfidf_tasks", "minilm_tasks"))
+                print(f"  unseen, recalled again before the first write: hit@3 "
+                      f"{later['project']['hit@3']:.3f} (best baseline {best:.3f}), right tools "
+                      f"first {later['right_tools_first']}")  # fmt: skip
         lessons = figures["lessons"]
         print(
             f"  lessons: forbid read-only {lessons['forbids_read_only']} of "

@@ -37,6 +37,19 @@ def _request(messages: list[dict]) -> str:
     return "\n".join(turns)
 
 
+def _request_before_write(messages: list[dict], writes: set[str]) -> str:
+    """The user's turns before the agent's first state-changing call (what it knows when it
+    recalls again just before it changes anything; every turn when it changes nothing)."""
+    turns: list[str] = []
+    for message in messages:
+        calls = message.get("tool_calls") or [] if message.get("role") == "assistant" else []
+        if any(c["function"]["name"] in writes for c in calls):
+            break
+        if message.get("role") == "user" and isinstance(message.get("content"), str):
+            turns.append(message["content"])
+    return "\n".join(turns)
+
+
 def tool_schemas(path: Path, domain: str) -> list[dict]:
     """The OpenAI tool schemas of the domain's tools, from the repository checkout the file
     sits in (its `get_info()` return value, a literal dict); [] when they are not there."""
@@ -128,6 +141,7 @@ def load(path: Path, *, declared_tools: bool = True) -> list[Run]:
             split_key=int(episode["trial"]),
             meta={
                 "query": _request(messages) or first_user,
+                "query_before_write": _request_before_write(messages, set(writes)) or first_user,
                 "gold_actions": gold,
                 "writes": writes,
             },  # fmt: skip
