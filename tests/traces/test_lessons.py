@@ -294,3 +294,22 @@ def test_an_llm_lesson_forbidding_a_used_look_up_is_replaced_by_the_rules():
         f"check it against every part of the request before you {WRITE}."
     )
     assert checked.blamed_step == 3 and checked.replay
+
+
+def test_a_failed_run_s_replay_lists_every_change_it_made():
+    # The run cancelled the reservation the user meant and one more, then failed: the same case
+    # needs to see both changes (the one too many is the mistake), not only the last one.
+    steps = [
+        said(0, "Hi, I am omar_rossi_1241: cancel my trip to Boston please."),
+        call(1, READ, {"user_id": "omar_rossi_1241"}, PROFILE),
+        call(2, "cancel_reservation", {"reservation_id": "UM3OG5"}, '{"status": "cancelled"}'),
+        call(3, "cancel_reservation", {"reservation_id": "K1NW8N"}, '{"status": "cancelled"}'),
+        reply(4, "Both reservations are cancelled."),
+    ]
+    trace = tv(task=steps[0].content, outcome="failure")
+    replay = HeuristicReviewer().review(request_for(trace, steps)).template.replay
+    assert replay == (
+        'The same case ran before (failure): get_user_details "omar_rossi_1241"; the run failed '
+        'after its changes cancel_reservation "UM3OG5", cancel_reservation "K1NW8N": check each '
+        "change against the request before you make it again."
+    )

@@ -19,6 +19,7 @@ from traces.review.heuristic.blame import (
     REFUSED,
     Blame,
     blame_of,
+    errored,
 )
 from traces.review.heuristic.placeholders import (
     Sources,
@@ -129,12 +130,27 @@ def _lesson(
     return advice, pitfall
 
 
+REPLAYED_CHANGES = 4  # the changes a failed run's replay lists
+
+
 def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blame | None) -> str:
-    """The same run with its literal values, for the very same case (ids, question) again."""
+    """The same run with its literal values, for the very same case (ids, question) again.
+
+    A failed run blamed on a change lists every change it made (the one too many, or the one
+    missing, is what the same case needs to see; the successful run's replay beside it shows the
+    right set), not only the last."""
     outcome = request.trace.outcome
     blamed = blame.step.index if blame is not None else None
-    calls = [c for c in necessary_calls if c.index != blamed] or [
-        s for s in request.steps if s.tool and s.index != blamed
+    changes: list[StepView] = []
+    if blame is not None and blame.evidence == CHANGED and blame.step.tool:
+        changes = [
+            s
+            for s in request.steps
+            if s.tool and request.trace.call_effect(s).changes_state and not errored(s)
+        ] or [blame.step]
+    listed = {c.index for c in changes} | {blamed}
+    calls = [c for c in necessary_calls if c.index not in listed] or [
+        s for s in request.steps if s.tool and s.index not in listed
     ]
     text = f"The same case ran before ({outcome})"
     if calls:
@@ -146,14 +162,21 @@ def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blam
             # The answer or purchase itself is needed: that one was wrong for this case.
             text += f"; {what} was refused: {blame.consequence}"
         elif blame.evidence == CHANGED and step.tool:
-            # The run failed after this change; the outcome alone does not say the change itself
-            # was the mistake (it may be the one the case needs, with another beside it).
-            after = (
-                f"the run failed after {what}"
-                if blame.consequence in OUTCOME_ONLY
-                else f"after {what} {blame.consequence}"
-            )
-            text += f"; {after}: check that change against the request before you make it again"
+            # The run failed after its changes; the outcome alone does not say which one was the
+            # mistake (the blamed one may be what the case needs, with another one too many).
+            made = list(dict.fromkeys(literal_call(c) for c in changes))
+            listed_changes = ", ".join(made[:REPLAYED_CHANGES])
+            if len(made) > REPLAYED_CHANGES:
+                listed_changes += f" and {len(made) - REPLAYED_CHANGES} more"
+            if blame.consequence in OUTCOME_ONLY:
+                after = f"the run failed after {'its changes ' if len(made) > 1 else ''}"
+                after += listed_changes
+            else:
+                after = f"after {what} {blame.consequence}"
+                if len(made) > 1:
+                    after += f"; its changes were {listed_changes}"
+            each = "each change" if len(made) > 1 else "that change"
+            text += f"; {after}: check {each} against the request before you make it again"
         else:
             text += f"; do not {what}: {blame.consequence}"
     elif counts_as_success(outcome) and request.trace.final_answer:
