@@ -15,7 +15,7 @@ from traces.review.types import (
     check_labels_cover_window,
 )
 
-PROMPT_VERSION = "llm-3"
+PROMPT_VERSION = "llm-4"
 
 SYSTEM_PROMPT = """You review an AI agent's finished trajectory after the fact, with the global
 view. Label every step with exactly one label. The labels are mutually exclusive; apply the first
@@ -48,11 +48,16 @@ not to look things up does worse. The consequence is what happened in words (the
 the user's words, the verdict), never a list of JSON keys.
 The experience is one reusable strategy in the second person, as tool-usage advice: "When you
 use <tool>, first <calls>, then <tool> …" for a success, "When you use <tool>: do not <call>:
-<consequence>. Instead, <what worked>." for a failure. Write values that came from the request
+<consequence>. Instead, <what worked>." for a failure. When only the outcome speaks against a
+change most runs never make (no error, no complaint, no verdict), do not forbid it (the next
+task may need it): "When you use <tool>: a run that called it with <arguments> failed; make this
+change only when the request asks for it and the rules allow it: check both before you <tool>."
+Write values that came from the request
 or from an earlier result as named placeholders (<user_id from the request>, <reservation_id
 from get_user_details>), literal only for constants (a button label); do not quote the request
 (the scene is stored apart). replay: the same run with its literal values (ids, names, the
-refused answer), for when the very same case comes again.
+refused answer), for when the very same case comes again; a failed run's replay lists every
+change it made (the one too many or the one missing is what the same case must see).
 And whether this trajectory is worth using as a reference.
 Give a short reason and a confidence between 0 and 1 for each label (how strong the evidence
 is, not a constant). Label exactly the steps shown."""
