@@ -1,6 +1,7 @@
 """The served-advice figures' detectors (bench/lesson_quality.py) read the wordings the
 reviewer writes: a warning is found whether it forbids ("do not X") or asks to check first
-("… before you X."), and a warning is no recommendation."""
+("… before you X."), and a warning is no recommendation; the τ-bench query of the labelled
+"recalled again before the first write" line."""
 
 from bench.lesson_quality import _recommends, warned_tools
 
@@ -28,3 +29,23 @@ def test_a_workflow_that_makes_the_change_recommends_it():
     )
     assert _recommends(advice, {"cancel_reservation"}, TOOLS)
     assert warned_tools(advice, TOOLS) == set()
+
+
+def test_the_later_recall_knows_every_user_turn_before_the_first_change():
+    from bench.datasets.tau import _request, _request_before_write
+
+    def called(tool):
+        return {"role": "assistant", "tool_calls": [{"function": {"name": tool}}]}
+
+    messages = [
+        {"role": "user", "content": "Hi, I need help with my reservation."},
+        called("get_user_details"),
+        {"role": "user", "content": "Please cancel it: I cannot travel."},
+        called("cancel_reservation"),
+        {"role": "user", "content": "Thanks!"},
+    ]
+    assert _request(messages) == "Hi, I need help with my reservation."
+    assert _request_before_write(messages, {"cancel_reservation"}) == (
+        "Hi, I need help with my reservation.\nPlease cancel it: I cannot travel."
+    )
+    assert _request_before_write(messages[:3], {"cancel_reservation"}).endswith("travel.")
