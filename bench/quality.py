@@ -331,11 +331,11 @@ def evaluate_unseen(site: Site, base: str, data: Split, show_misses: bool) -> di
     figures["lessons"] = lesson_figures(dataset, data.history, data.probes, answers)
     figures["judged"] = judged_figures(dataset, answers)  # the domain's judged texts
     if any("query_before_write" in p.meta for p in data.probes):
-        figures["before_first_write"] = _before_first_write(api, db, data, project)
+        figures["before_first_write"] = _before_first_write(api, db, data, project, dataset)
     return figures
 
 
-def _before_first_write(api: Api, db: Db, data: Split, project: int) -> dict:
+def _before_first_write(api: Api, db: Db, data: Split, project: int, dataset: str) -> dict:
     """A labelled line, not the headline: the same never-seen tasks recalled again with what the
     agent knows just before its first state-changing call (every user turn until then), as an
     agent that recalls at each step would; the baselines get the same text."""
@@ -344,7 +344,6 @@ def _before_first_write(api: Api, db: Db, data: Split, project: int) -> dict:
     ]
     asked = replace(data, dataset=f"{data.dataset}-before-write", probes=later)
     figures, answers = ranking_against_baselines(api, db, asked, project, False, by_family=True)
-    dataset = data.dataset.removesuffix("-unseen")
     figures["right_tools_first"] = right_tools_first(dataset, later, answers, data.history)
     return figures
 

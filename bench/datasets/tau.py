@@ -26,28 +26,27 @@ from bench.datasets import Run
 AGENT = "tau-bench"
 
 
-def _request(messages: list[dict]) -> str:
-    """The user's turns before the agent's first tool call (what it knows when it recalls)."""
+def _user_turns_before(messages: list[dict], tools: set[str] | None = None) -> str:
+    """The user's turns before the agent's first call of one of `tools` (None: of any tool)."""
     turns: list[str] = []
     for message in messages:
-        if message.get("role") == "assistant" and message.get("tool_calls"):
+        calls = message.get("tool_calls") or [] if message.get("role") == "assistant" else []
+        if any(tools is None or c["function"]["name"] in tools for c in calls):
             break
         if message.get("role") == "user" and isinstance(message.get("content"), str):
             turns.append(message["content"])
     return "\n".join(turns)
+
+
+def _request(messages: list[dict]) -> str:
+    """The user's turns before the agent's first tool call (what it knows when it recalls)."""
+    return _user_turns_before(messages)
 
 
 def _request_before_write(messages: list[dict], writes: set[str]) -> str:
     """The user's turns before the agent's first state-changing call (what it knows when it
     recalls again just before it changes anything; every turn when it changes nothing)."""
-    turns: list[str] = []
-    for message in messages:
-        calls = message.get("tool_calls") or [] if message.get("role") == "assistant" else []
-        if any(c["function"]["name"] in writes for c in calls):
-            break
-        if message.get("role") == "user" and isinstance(message.get("content"), str):
-            turns.append(message["content"])
-    return "\n".join(turns)
+    return _user_turns_before(messages, writes)
 
 
 def tool_schemas(path: Path, domain: str) -> list[dict]:

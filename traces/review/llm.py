@@ -52,11 +52,11 @@ use <tool>, first <calls>, then <tool> …" for a success, "When you use <tool>:
 change most runs never make (no error, no complaint, no verdict), do not forbid it (the next
 task may need it): "When you use <tool>: a run that called it with <arguments> failed; make this
 change only when the request asks for it and the rules allow it: check both before you <tool>."
-Write values that came from the request
-or from an earlier result as named placeholders (<user_id from the request>, <reservation_id
-from get_user_details>), literal only for constants (a button label); do not quote the request
-(the scene is stored apart). replay: the same run with its literal values (ids, names, the
-refused answer), for when the very same case comes again; a failed run's replay lists every
+Write values that came from the request or from an earlier result as named placeholders
+(<user_id from the request>, <reservation_id from get_user_details>), literal only for
+constants (a button label); do not quote the request (the scene is stored apart). replay: the
+same run with its literal values (ids, names, the refused answer), for when the very same case
+comes again; a failed run's replay lists every
 change it made (the one too many or the one missing is what the same case must see).
 And whether this trajectory is worth using as a reference.
 Give a short reason and a confidence between 0 and 1 for each label (how strong the evidence

@@ -55,6 +55,11 @@ class Blame:
     reason: str  # why this step, shown on the experience page
     effect: str  # what is known of the tool's effect (tool_effects evidence)
 
+    @property
+    def outcome_only(self) -> bool:
+        """Only the outcome speaks against the step (no error, words, verdict or feedback)."""
+        return self.consequence in OUTCOME_ONLY
+
     def as_json(self) -> dict:
         return {
             "index": self.step.index,

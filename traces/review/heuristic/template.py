@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from traces.review.heuristic.blame import (
     CHANGED,
     FAILED,
-    OUTCOME_ONLY,
     REFUSED,
     Blame,
     blame_of,
@@ -112,7 +111,7 @@ def _lesson(
         # may need it): make it only when the request asks for it and the rules allow it.
         arguments = phrase.removeprefix(step.tool).strip()
         made = f"a run that called it with {arguments}" if arguments else "a run that called it"
-        why = "" if blame.consequence in OUTCOME_ONLY else f" ({blame.consequence})"
+        why = "" if blame.outcome_only else f" ({blame.consequence})"
         advice = (
             f"{where}: {made} failed{why}; make this change only when the request asks for it "
             f"and the rules allow it: check both before you {step.tool}."
@@ -168,7 +167,7 @@ def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blam
             listed_changes = ", ".join(made[:REPLAYED_CHANGES])
             if len(made) > REPLAYED_CHANGES:
                 listed_changes += f" and {len(made) - REPLAYED_CHANGES} more"
-            if blame.consequence in OUTCOME_ONLY:
+            if blame.outcome_only:
                 after = f"the run failed after {'its changes ' if len(made) > 1 else ''}"
                 after += listed_changes
             else:
