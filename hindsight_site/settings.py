@@ -371,6 +371,12 @@ HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY = env_float(
 HINDSIGHT_RECALL_SAME_CASE_NAMED_SIMILARITY = env_float(
     "HINDSIGHT_RECALL_SAME_CASE_NAMED_SIMILARITY", 0.5, minimum=0.0
 )
+# The asked family's workflow goes first in recall's answer only when that family holds at least
+# this share of the score the k best items' families hold; below it the block names the ways
+# (experiences.services.recall_block).
+HINDSIGHT_RECALL_FAMILY_CLEAR_SHARE = env_float(
+    "HINDSIGHT_RECALL_FAMILY_CLEAR_SHARE", 0.6, minimum=0.0
+)
 # The keyword score's share of relevance (cosine similarity has the rest): 0.25, the default
 # of Weaviate's hybrid search (alpha 0.75, whose default fusion also sums scores, not ranks),
 # not a figure fitted to any data here.

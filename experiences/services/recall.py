@@ -39,7 +39,8 @@ from experiences.models import Experience, scene_text
 from experiences.scene import keywords_of
 from experiences.services.recall_block import (
     Case,
-    asked_family,
+    FamilyVote,
+    family_ways,
     ordered,
     prompt_block,
     same_case_of,
@@ -464,8 +465,8 @@ def experience_recall(
         )
     now = timezone.now()
     scored = candidates_scored(rows, query=query, now=now)
-    family_id = asked_family(scored, k=query.k)
-    items = served_items(scored, k=query.k, family_id=family_id)
+    vote = FamilyVote.of(scored, k=query.k)
+    items = served_items(scored, k=query.k, family_id=vote.asked)
     warnings = (
         warnings_for_tools(project=project, tools=query.tools) if query.include_warnings else []
     )
@@ -478,6 +479,7 @@ def experience_recall(
         latency_ms=round((time.perf_counter() - started) * 1000, 2),
     )
     cases = same_case_of(items, query.task)
-    items = ordered(with_cases(items, cases), family_id=family_id)
-    block = prompt_block(items, cases, query.environment)
+    # The asked family's workflow goes first only when the vote is clear; a split vote is said.
+    items = ordered(with_cases(items, cases), family_id=vote.asked if vote.clear else None)
+    block = prompt_block(items, cases, query.environment, ways=family_ways(vote) if items else "")
     return RecallResult(log_id=log_id, items=items, prompt_block=block, warnings=warnings)

@@ -11,6 +11,16 @@ Another family's workflow keeps its place by score: put first, it would teach th
 another kind of task. **Order**: the same case first (its replay is the most specific memory
 there is), then the asked family's workflow, then the rest by score.
 
+**When the vote is split.** The asked family's workflow goes first only when that family holds
+at least HINDSIGHT_RECALL_FAMILY_CLEAR_SHARE (0.6) of the score the k best items' families hold:
+a request that does not say what it wants ("I'd like to make some changes to my reservation")
+has near runs of several families, and the first line would teach one of them as if it were
+known. Then the items keep their score order, and the block says, after its header, which
+changes the successful runs of those families made ("Successful runs of requests like this made
+different changes: update_reservation_flights (7 runs), no change (10 runs); find out which this
+one needs before you change anything"): the decision the agent has to make is named instead of
+made for it.
+
 **The same case.** An item is the same case as the query when the query names one of the
 identifiers of the item's request (a user id, an order number: tokens with letters and digits,
 or underscored names; never a bare number or price) and asks a like thing (similarity at least
@@ -25,6 +35,7 @@ from dataclasses import dataclass, replace
 
 from django.conf import settings
 from django.db import connections, router
+from django.db.models import Sum
 
 from experiences.models import Experience
 from traces.review.heuristic.values import key_values
@@ -101,12 +112,12 @@ def _label(item, case: Case) -> str:
     return f"Strategy ({runs} run{plural})"
 
 
-def prompt_block(items, cases: dict[int, Case], environment: list[str]) -> str:
+def prompt_block(items, cases: dict[int, Case], environment: list[str], ways: str = "") -> str:
     """Ready to inject after the tool descriptions and before the user's input, in the items'
-    order (`ordered`)."""
+    order (`ordered`); `ways` (`family_ways`) right after the header when the vote is split."""
     if not items:
         return ""
-    lines = [_HEADER]
+    lines = [_HEADER, *([ways] if ways else [])]
     for item in items:
         case = cases.get(item.experience.id, Case())
         text = case.replay or item.experience.advice
@@ -121,14 +132,74 @@ def prompt_block(items, cases: dict[int, Case], environment: list[str]) -> str:
     return "\n".join(lines)
 
 
-def asked_family(scored: list, *, k: int) -> int | None:
-    """The family the query most likely is of: the one whose items hold the most score among
-    the k best (None when none of them belongs to a family)."""
-    held: Counter[int] = Counter()
-    for item in scored[:k]:
-        if item.experience.family_id is not None:
-            held[item.experience.family_id] += item.score
-    return held.most_common(1)[0][0] if held else None
+@dataclass(frozen=True)
+class FamilyVote:
+    """Which family the query is of: each family's share of the score the k best items of a
+    family hold, largest first."""
+
+    shares: tuple[tuple[int, float], ...] = ()
+
+    @classmethod
+    def of(cls, scored: list, *, k: int) -> "FamilyVote":
+        held: Counter[int] = Counter()
+        for item in scored[:k]:
+            if item.experience.family_id is not None:
+                held[item.experience.family_id] += max(item.score, 0.0)
+        total = sum(held.values())
+        return cls(tuple((f, v / total if total else 0.0) for f, v in held.most_common()))
+
+    @property
+    def asked(self) -> int | None:
+        """The family holding the most (None when no item of the k best is of a family)."""
+        return self.shares[0][0] if self.shares else None
+
+    @property
+    def clear(self) -> bool:
+        """The asked family holds HINDSIGHT_RECALL_FAMILY_CLEAR_SHARE at least (or none is
+        asked): its workflow may go first."""
+        return not self.shares or self.shares[0][1] >= settings.HINDSIGHT_RECALL_FAMILY_CLEAR_SHARE
+
+
+WAYS_SHOWN = 3  # families named when the vote is split
+WAY_MIN_SHARE = 0.15  # a family below this share of the vote is not named
+
+
+def family_ways(vote: FamilyVote) -> str:
+    """When the vote is split between families whose successful runs changed different things,
+    the line naming those changes and their successful runs; "" otherwise (one query, only
+    then)."""
+    if vote.clear:
+        return ""
+    named = [f for f, share in vote.shares if share >= WAY_MIN_SHARE]
+    # A family's successful runs: its workflow's count where it has one (the number the block
+    # shows beside the workflow), else its successful episodes'.
+    rows = (
+        Experience.objects.filter(family_id__in=named, polarity=Experience.Polarity.SUCCESS)
+        .filter(kind__in=(Experience.Kind.EPISODE, Experience.Kind.WORKFLOW))
+        .exclude(status__in=(Experience.Status.ARCHIVED, Experience.Status.REJECTED))
+        .values_list("family_id", "family__signature", "kind")
+        .annotate(runs=Sum("support_count"))
+        .order_by()
+    )
+    by_family: dict[int, tuple[str, int]] = {}
+    for family_id, signature, kind, runs in rows:
+        if kind == Experience.Kind.WORKFLOW or family_id not in by_family:
+            by_family[family_id] = (signature, runs)
+    ways: Counter[str] = Counter()
+    for family_id in named:  # by share; families changing the same things are one way
+        if family_id in by_family:
+            signature, runs = by_family[family_id]
+            ways[signature.replace(",", " + ") or "no change"] += runs
+    if len(ways) < 2:
+        return ""
+    shown = ", ".join(
+        f"{change} ({n} run{'s' if n != 1 else ''})"
+        for change, n in list(ways.items())[:WAYS_SHOWN]
+    )
+    return (
+        f"Successful runs of requests like this made different changes: {shown}; find out which "
+        "this one needs before you change anything."
+    )
 
 
 def _is_family_workflow(item, family_id: int | None) -> bool:
@@ -136,8 +207,8 @@ def _is_family_workflow(item, family_id: int | None) -> bool:
 
 
 def served_items(scored: list, *, k: int, family_id: int | None) -> list:
-    """The k best items, the asked family's workflow (`asked_family`) taking the last place when
-    it is not among them (see the module docstring)."""
+    """The k best items, the asked family's workflow (`FamilyVote.asked`) taking the last place
+    when it is not among them (see the module docstring)."""
     top = scored[:k]
     if k < 1 or family_id is None or any(_is_family_workflow(i, family_id) for i in top):
         return top

@@ -179,3 +179,52 @@ def test_an_imported_transcript_s_tool_schemas_are_its_declarations(post):
     profile = ToolProfile.objects.get(name="fetch_booking")
     assert profile.description == "Get the details of a booking."
     assert profile.declared_read_only is None  # a schema says it in words only
+
+
+def cancel_trip(external_id, user, reservation):
+    """The same airline agent cancelling a reservation: another family (another change)."""
+    steps = [
+        {"index": 0, "kind": "user_input",
+         "content": f"I am {user}. Please cancel my reservation {reservation}."},
+        {"index": 1, "kind": "tool_call", "tool": "get_user_details",
+         "arguments": {"user_id": user}, "observation": PROFILE % (user, reservation)},
+        {"index": 2, "kind": "tool_call", "tool": "get_reservation_details",
+         "arguments": {"reservation_id": reservation}, "observation": RESERVATION % reservation},
+        {"index": 3, "kind": "tool_call", "tool": "cancel_reservation",
+         "arguments": {"reservation_id": reservation},
+         "observation": '{"status": "cancelled"}'},
+        {"index": 4, "kind": "llm_reasoning", "content": "Your reservation is cancelled."},
+    ]  # fmt: skip
+    return {"external_id": external_id, "agent": "airline-bot", "task": steps[0]["content"],
+            "environment": ["airline"], "outcome": "success", "steps": steps}  # fmt: skip
+
+
+def test_a_request_whose_near_runs_split_between_families_is_told_the_ways(post, settings):
+    for n, (user, reservation) in enumerate([("omar_rossi_1241", "UM3OG5"),
+                                             ("sara_doe_496", "ZFA04Y")]):  # fmt: skip
+        reviewed(post, change_flight(f"move-{n}", user, reservation))
+        reviewed(post, cancel_trip(f"cancel-{n}", user, reservation))
+    for family in TaskFamily.objects.all():
+        family_induce(family_id=family.pk)
+    assert {f.signature for f in TaskFamily.objects.all()} == {
+        "update_reservation_flights",
+        "cancel_reservation",
+    }
+    vague = {"task": "I am li_wei_77 and I need some help with my reservation QQ12AB.",
+             "include_candidates": True}  # fmt: skip
+
+    # No family holds the share the setting asks: the ways are named, the decision left open.
+    settings.HINDSIGHT_RECALL_FAMILY_CLEAR_SHARE = 0.99
+    split = post("recall", vague)
+    ways = split["prompt_block"].splitlines()[1]
+    assert ways.startswith("Successful runs of requests like this made different changes: ")
+    assert "update_reservation_flights (2 runs)" in ways and "cancel_reservation (2 runs)" in ways
+    assert ways.endswith("find out which this one needs before you change anything.")
+    scores = [i["score"] for i in split["items"] if not i["same_instance"]]
+    assert scores == sorted(scores, reverse=True)  # no workflow put ahead of its score
+
+    # A clear vote: the asked family's workflow first, no ways line.
+    settings.HINDSIGHT_RECALL_FAMILY_CLEAR_SHARE = 0.0
+    clear = post("recall", vague)
+    assert "made different changes" not in clear["prompt_block"]
+    assert clear["prompt_block"].splitlines()[1].startswith("- Workflow (2 successful runs): ")

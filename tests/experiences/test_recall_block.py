@@ -4,7 +4,7 @@ family's workflow that merely made the candidate list (pure functions of scored 
 from datetime import UTC, datetime
 
 from experiences.services.recall import Recalled, RecallItem
-from experiences.services.recall_block import Case, asked_family, ordered, served_items
+from experiences.services.recall_block import Case, FamilyVote, ordered, served_items
 
 CHANGE, TRANSFER = 1, 2  # two task families
 
@@ -21,9 +21,9 @@ def item(experience_id, score, *, kind="episode", family_id=None, same_case=Fals
 def test_the_family_holding_most_of_the_best_scores_is_the_asked_one():
     scored = [item(1, 0.9, family_id=TRANSFER), item(2, 0.8, family_id=CHANGE),
               item(3, 0.7, family_id=CHANGE), item(4, 0.6)]  # fmt: skip
-    assert asked_family(scored, k=3) == CHANGE
-    assert asked_family(scored, k=1) == TRANSFER
-    assert asked_family([item(4, 0.6)], k=5) is None
+    assert FamilyVote.of(scored, k=3).asked == CHANGE
+    assert FamilyVote.of(scored, k=1).asked == TRANSFER
+    assert FamilyVote.of([item(4, 0.6)], k=5).asked is None
 
 
 def test_another_family_s_workflow_is_neither_added_nor_put_first():
@@ -34,7 +34,7 @@ def test_another_family_s_workflow_is_neither_added_nor_put_first():
         item(3, 0.8, kind="workflow", family_id=TRANSFER), item(4, 0.7, family_id=CHANGE),
         item(5, 0.6, family_id=CHANGE), item(6, 0.5, kind="workflow", family_id=TRANSFER),
     ]  # fmt: skip
-    family = asked_family(scored, k=5)
+    family = FamilyVote.of(scored, k=5).asked
     served = served_items(scored, k=5, family_id=family)
     assert [i.experience.id for i in ordered(served, family_id=family)] == [1, 2, 3, 4, 5]
 
@@ -43,8 +43,22 @@ def test_the_asked_family_s_workflow_takes_the_last_place_and_comes_first():
     scored = [item(1, 0.9, family_id=CHANGE), item(2, 0.85, family_id=CHANGE, same_case=True),
               item(3, 0.8, kind="workflow", family_id=TRANSFER), item(4, 0.3, family_id=CHANGE),
               item(5, 0.2, kind="workflow", family_id=CHANGE)]  # fmt: skip
-    family = asked_family(scored, k=3)
+    family = FamilyVote.of(scored, k=3).asked
     assert family == CHANGE
     served = served_items(scored, k=3, family_id=family)
     # The same case first, then the asked family's workflow, then the rest by score.
     assert [i.experience.id for i in ordered(served, family_id=family)] == [2, 5, 1]
+
+
+def test_a_split_vote_is_not_clear_and_a_one_sided_one_is(settings):
+    settings.HINDSIGHT_RECALL_FAMILY_CLEAR_SHARE = 0.6
+    split = [item(1, 0.9, family_id=TRANSFER), item(2, 0.8, family_id=CHANGE),
+             item(3, 0.7, family_id=CHANGE), item(4, 0.6, family_id=TRANSFER)]  # fmt: skip
+    vote = FamilyVote.of(split, k=4)
+    assert vote.asked == TRANSFER and not vote.clear
+    assert [f for f, _ in vote.shares] == [TRANSFER, CHANGE]
+    assert round(sum(share for _, share in vote.shares), 6) == 1.0
+    one_sided = [item(1, 0.9, family_id=CHANGE), item(2, 0.8, family_id=CHANGE),
+                 item(3, 0.3, family_id=TRANSFER), item(4, 0.6)]  # fmt: skip
+    assert FamilyVote.of(one_sided, k=4).clear
+    assert FamilyVote.of([item(4, 0.6)], k=5).clear  # no family asked: nothing to put first

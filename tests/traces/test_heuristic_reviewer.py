@@ -823,6 +823,37 @@ def test_a_look_up_whose_result_was_used_is_never_what_a_lesson_forbids(result):
     assert template.blamed_step == 1
 
 
+def test_a_failed_run_that_only_looked_up_and_answered_is_warned_of_never_forbidden():
+    """Only the outcome speaks against the final reply: it may have been right and the run wrong
+    for what it left undone (a change the request needed), so the lesson says to check the
+    request is done, and never "do not end with a reply like …"."""
+    steps = [
+        sv(0, "user_input", content="Can I pay the upgrade with my gift card? Then upgrade me."),
+        call(1, "get_user_details", {"user_id": "mia_li_3668"}, '{"gift_card_7": 120}'),
+        call(2, "get_reservation_details", {"reservation_id": "K1NW8N"}, '{"cabin": "economy"}'),
+        thought(3, "Yes, you can use a gift card for the payment when making the upgrade."),
+    ]
+    trace = tv(task="Upgrade my trip K1NW8N", outcome="failure")
+    labels = {0: "necessary", 1: "necessary", 2: "necessary", 3: "misleading"}
+    template = build_template(
+        request_for(trace, steps),
+        {i: StepJudgement(index=i, label=labels[i], reason="r", confidence=0.9) for i in labels},
+    )
+    assert template.experience == (
+        "When you answer: a run that only looked things up (get_user_details, "
+        "get_reservation_details) and then answered failed; before you answer, check that you "
+        "have done every part of the request, changes included."
+    )
+    assert "do not" not in template.experience.lower()
+    # The same case sees what the run answered, and that its undone part may be the mistake.
+    assert template.replay.endswith(
+        '; it answered "Yes, you can use a gift card for the payment when making…" and the '
+        "run failed: find what the request needs that this run did not do before you answer."
+    )
+    assert "do not" not in template.replay
+    assert any(i.startswith("before the final reply, check") for i in template.improvements)
+
+
 def test_a_trajectory_with_nothing_to_learn_is_not_worth_referencing():
     steps = [thought(0, "thinking"), thought(1, "done")]
     outcome = review(tv(outcome="unknown"), steps)

@@ -15,7 +15,7 @@ from traces.review.types import (
     check_labels_cover_window,
 )
 
-PROMPT_VERSION = "llm-4"
+PROMPT_VERSION = "llm-5"
 
 SYSTEM_PROMPT = """You review an AI agent's finished trajectory after the fact, with the global
 view. Label every step with exactly one label. The labels are mutually exclusive; apply the first
@@ -52,6 +52,10 @@ use <tool>, first <calls>, then <tool> …" for a success, "When you use <tool>:
 change most runs never make (no error, no complaint, no verdict), do not forbid it (the next
 task may need it): "When you use <tool>: a run that called it with <arguments> failed; make this
 change only when the request asks for it and the rules allow it: check both before you <tool>."
+When nothing but the outcome speaks against a run that only looked things up and answered, do
+not forbid its reply (it may have been right, and the mistake what the run left undone): "When
+you answer: a run that only looked things up (<tools>) and then answered failed; before you
+answer, check that you have done every part of the request, changes included."
 Write values that came from the request or from an earlier result as named placeholders
 (<user_id from the request>, <reservation_id from get_user_details>), literal only for
 constants (a button label); do not quote the request (the scene is stored apart). replay: the

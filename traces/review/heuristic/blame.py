@@ -15,6 +15,9 @@ In a run that failed (or partly did), the first of these that exists is blamed:
    read-only;
 6. **the run ended on it** — the agent's last reply after its last call, when nothing above
    exists (a run that called no tool at all teaches not to answer without one: the template).
+   Only the outcome speaks against it: the reply may have been right and the run wrong for what
+   it left undone, so the lesson warns (check the request is done before you answer), never
+   forbids the reply.
 
 In a run that succeeded, only a call that failed (4) is a pitfall. A read-only call
 (traces.review.tool_effects) is blamed only when it failed itself. The consequence is what
@@ -42,6 +45,7 @@ EVIDENCE = (
 REFUSED = EVIDENCE[1]
 CHANGED = EVIDENCE[2]
 FAILED = EVIDENCE[3]
+ENDED = EVIDENCE[5]
 QUOTE_CHARS = 80
 # Consequences that are the outcome alone: nothing says which step made the run go wrong.
 OUTCOME_ONLY = ("the run failed", "it only partly worked")
@@ -198,7 +202,7 @@ def blame_of(request: ReviewRequest, labels: Mapping[int, str]) -> Blame | None:
             (s for s in reversed(steps) if s.kind == "llm_reasoning" and s.content.strip()), None
         )
         if reply is not None and calls and reply.index > calls[-1].index:
-            return blame(reply, EVIDENCE[5], OUTCOME_ONLY[0], "the run ended on this reply")
+            return blame(reply, ENDED, OUTCOME_ONLY[0], "the run ended on this reply")
     return None
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from traces.review.heuristic.blame import (
     CHANGED,
+    ENDED,
     FAILED,
     REFUSED,
     Blame,
@@ -78,6 +79,27 @@ def _blamed_phrase(blame: Blame, sources: Sources) -> str:
     return f'end with a reply like "{first_sentence(step.content, 60)}"'
 
 
+LOOKED_UP_SHOWN = 3  # tools named in the lesson of a run that looked things up and answered
+
+
+def _answered_lesson(request: ReviewRequest) -> str:
+    """A failed run that ended on a reply, with nothing else to blame: the reply may have been
+    right and the run wrong for what it left undone, so warn (check the request is done before
+    you answer), never forbid the reply."""
+    calls = [s for s in request.steps if s.tool]
+    tools = list(dict.fromkeys(c.tool for c in calls))
+    named = ", ".join(tools[:LOOKED_UP_SHOWN]) + (" …" if len(tools) > LOOKED_UP_SHOWN else "")
+    if all(request.trace.call_effect(c).is_read_only for c in calls):
+        did = f"only looked things up ({named})"
+        done = "every part of the request, changes included"
+    else:
+        did, done = f"called {named}", "every part of the request"
+    return (
+        f"When you answer: a run that {did} and then answered failed; before you answer, check "
+        f"that you have done {done}."
+    )
+
+
 def _lesson(
     blame: Blame, necessary_calls: list[StepView], request: ReviewRequest, sources: Sources
 ) -> tuple[str, str]:
@@ -85,6 +107,8 @@ def _lesson(
     step = blame.step
     phrase = _blamed_phrase(blame, sources)
     pitfall = f"{phrase}: {blame.consequence}"
+    if blame.evidence == ENDED:
+        return _answered_lesson(request), pitfall
     where = f"When you use {step.tool}" if step.tool else "When you answer"
     last_call = next((s for s in reversed(request.steps) if s.tool), None)
     ended_on_it = step is last_call and not any(
@@ -176,6 +200,11 @@ def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blam
                     after += f"; its changes were {listed_changes}"
             each = "each change" if len(made) > 1 else "that change"
             text += f"; {after}: check {each} against the request before you make it again"
+        elif blame.evidence == ENDED:
+            # Only the outcome speaks against the reply: what the run left undone may be the
+            # mistake, as well as what it said.
+            text += f"; it answered {what.removeprefix('reply ')} and {blame.consequence}: find "
+            text += "what the request needs that this run did not do before you answer"
         else:
             text += f"; do not {what}: {blame.consequence}"
     elif counts_as_success(outcome) and request.trace.final_answer:
@@ -226,7 +255,12 @@ def build_template(request: ReviewRequest, labels: Mapping[int, StepJudgement]) 
     pitfall = ""
     if blame is not None:
         advice, pitfall = _lesson(blame, necessary_calls, request, sources)
-        if labels[blame.step.index].label != "failed":  # a failed one is listed above
+        if blame.evidence == ENDED:
+            improvements.append(
+                f"before the final reply, check every part of the request is done: "
+                f"{blame.consequence} ({blame.evidence})"
+            )
+        elif labels[blame.step.index].label != "failed":  # a failed one is listed above
             improvements.append(
                 f"do not {literal_call(blame.step) if blame.step.tool else 'end so'}: "
                 f"{blame.consequence} ({blame.evidence})"
