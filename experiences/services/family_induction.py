@@ -6,8 +6,8 @@ successful runs called among their necessary calls, in the order they called the
 each tool's relative position), each shown by the way the runs called it most often (its
 placeholders, see traces.review.heuristic.placeholders), anchored on the last state-changing
 one: "When you use X, first A, then B; call it with <…>". A family whose successes only read
-(answers, refusals) is told so: "When you answer: first A, then B; the 5 successful runs of
-this kind changed nothing".
+(answers, refusals) is told so, on its condition: "When the request needs no change: first A,
+then B, then answer; the 5 successful runs of this kind changed nothing".
 
 **Insights** (successes and failures both present): a run is described by what it did — each
 tool it called, each tool it called before a state-changing one, each tool whose call failed —
@@ -99,11 +99,13 @@ def workflow(members: list[Member]) -> Induced | None:
     shown = {t: _pattern_of(successes, t) for t in kept}
     if not any(c["effect"] == "write" for m in successes for c in m.calls):
         # No success made a state-changing call (an answer, a refusal: the family of reads only,
-        # families._signature): that nothing was changed is the strategy, and the answer is
-        # where it applies.
+        # families._signature): that nothing was changed is the strategy, and a request that
+        # needs no change is where it applies. The condition is said, not assumed: matched to a
+        # request that does need a change, "runs of this kind changed nothing" read as "change
+        # nothing".
         advice = (
-            f"When you answer: first {', then '.join(shown[t] for t in kept)}; the "
-            f"{len(successes)} successful runs of this kind changed nothing"
+            f"When the request needs no change: first {', then '.join(shown[t] for t in kept)}, "
+            f"then answer; the {len(successes)} successful runs of this kind changed nothing"
         )
     else:
         before = [shown[t] for t in kept[: kept.index(anchor)]]

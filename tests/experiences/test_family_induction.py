@@ -57,8 +57,8 @@ def test_a_family_whose_successes_only_read_is_told_they_changed_nothing():
     answered = [success(1, USER, RESERVATION), success(2, USER, RESERVATION), success(3, USER)]
     induced = workflow(answered)
     assert induced.advice == (
-        f"When you answer: first {USER}, then {RESERVATION}; the 3 successful runs of this kind "
-        "changed nothing."
+        f"When the request needs no change: first {USER}, then {RESERVATION}, then answer; the 3 "
+        "successful runs of this kind changed nothing."
     )
     assert induced.tools == ["get_reservation_details", "get_user_details"]
     # One success that made a change is no family that only reads.
