@@ -38,6 +38,9 @@ class Experience(models.Model):
         ARCHIVED = "archived"
         REJECTED = "rejected"
 
+    # Out of use: never recalled, merged into, induced from or contrasted with.
+    INACTIVE_STATUSES = (Status.ARCHIVED, Status.REJECTED)
+
     class Kind(models.TextChoices):
         EPISODE = "episode"  # what one run taught (its replay kept for the very same case)
         WORKFLOW = "workflow"  # the common ordered calls of a family's successful runs

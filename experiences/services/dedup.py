@@ -33,8 +33,6 @@ logger = logging.getLogger(__name__)
 
 DEDUP_TASK = "experiences.dedup_experience"
 
-INACTIVE = (Experience.Status.ARCHIVED, Experience.Status.REJECTED)
-
 
 def _scene_peers(experience: Experience):
     return (
@@ -49,7 +47,7 @@ def _scene_peers(experience: Experience):
             embedding__isnull=False,
         )
         .exclude(pk=experience.pk)
-        .exclude(status__in=INACTIVE)
+        .exclude(status__in=Experience.INACTIVE_STATUSES)
     )
 
 
@@ -73,7 +71,7 @@ def experience_dedup(*, experience_id: int, merge_advice=None) -> str:
             Experience.objects.filter(
                 pk=experience_id, merged_into__isnull=True, embedding__isnull=False
             )
-            .exclude(status__in=INACTIVE)
+            .exclude(status__in=Experience.INACTIVE_STATUSES)
             .annotate(due=Exists(ExperienceDedupDue.objects.filter(experience=OuterRef("pk"))))
             .first()
         )
@@ -184,7 +182,7 @@ def dedup_due_checks(*, before):
             experience__merged_into__isnull=True,
             experience__embedding__isnull=False,
         )
-        .exclude(experience__status__in=INACTIVE)
+        .exclude(experience__status__in=Experience.INACTIVE_STATUSES)
         .order_by("since")
     )
 

@@ -167,7 +167,7 @@ def _experience_revise(
 ) -> Experience:
     """Revise the experience to the draft (an LLM's wording already in it, when it gave one)."""
     if not worthy:
-        if experience.status not in (Experience.Status.ARCHIVED, Experience.Status.REJECTED):
+        if experience.status not in Experience.INACTIVE_STATUSES:
             experience.status = Experience.Status.ARCHIVED
             experience.save(update_fields=["status", "updated_at"])
         return experience

@@ -5,6 +5,7 @@ import re
 
 from experiences.models import Experience, ExperienceSource
 from experiences.services.versions import version_record
+from traces.review.heuristic.blame import ENDED
 
 # The clauses a contrast appended: kept when a relabel rebuilds the rest of the advice.
 CONTRAST_CLAUSES = re.compile(
@@ -16,7 +17,14 @@ CONTRAST_CLAUSES = re.compile(
 def _contrast_clause(experience: Experience, other: Experience) -> str:
     """What the other run of the same task adds to this experience (ExpeL's insight from a
     success / failure pair): a success learns the failure's pitfall, a failure the success's
-    strategy."""
+    strategy. A failure blamed on the reply it ended on (only the outcome spoke against it,
+    traces.review.heuristic.blame.ENDED) taught that it stopped short, not that its words were
+    wrong."""
+    if experience.polarity == Experience.Polarity.SUCCESS and other.blame.get("evidence") == ENDED:
+        return (
+            " Do not answer before every part of the request is done (an earlier run of this "
+            "task failed that way)."
+        )
     if experience.polarity == Experience.Polarity.SUCCESS and other.pitfall:
         return f" Do not {other.pitfall} (an earlier run of this task failed that way)."
     if experience.polarity == Experience.Polarity.FAILURE and other.strategy:
@@ -33,7 +41,7 @@ def experiences_contrast(experience: Experience, *, limit: int = 2) -> list[Expe
         .filter(project_id=experience.project_id, task_key=experience.task_key, merged_into=None)
         .exclude(pk=experience.pk)
         .exclude(polarity=experience.polarity)
-        .exclude(status__in=[Experience.Status.ARCHIVED, Experience.Status.REJECTED])
+        .exclude(status__in=Experience.INACTIVE_STATUSES)
         .order_by("-id")[:limit]
     )
     changed = []

@@ -36,7 +36,6 @@ SHARED_WORD_SHARE = 0.3
 MAX_SHARED_WORDS = 12
 MAX_MEMBERS = 300  # the latest episodes an induction reads
 MAX_SOURCES = 50  # provenance rows kept per induced item
-_INACTIVE = (Experience.Status.ARCHIVED, Experience.Status.REJECTED)
 
 
 def _signature(experience: Experience) -> str:
@@ -157,7 +156,7 @@ def family_induce(*, family_id: int) -> str:
         for key, induced in kept.items():
             _item_upsert(family, current.get(key), key, induced, words)
         for key, experience in current.items():
-            if key not in kept and experience.status not in _INACTIVE:
+            if key not in kept and experience.status not in Experience.INACTIVE_STATUSES:
                 # Its family's runs no longer show it (a status, not a wording: no version).
                 experience.status = Experience.Status.ARCHIVED
                 experience.save(update_fields=["status", "updated_at"])

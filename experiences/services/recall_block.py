@@ -176,7 +176,7 @@ def family_ways(vote: FamilyVote) -> str:
     rows = (
         Experience.objects.filter(family_id__in=named, polarity=Experience.Polarity.SUCCESS)
         .filter(kind__in=(Experience.Kind.EPISODE, Experience.Kind.WORKFLOW))
-        .exclude(status__in=(Experience.Status.ARCHIVED, Experience.Status.REJECTED))
+        .exclude(status__in=Experience.INACTIVE_STATUSES)
         .values_list("family_id", "family__signature", "kind")
         .annotate(runs=Sum("support_count"))
         .order_by()

@@ -16,7 +16,6 @@ from traces.review.tool_effects import ToolEffect
 from traces.services.tool_profiles import tool_effects_for
 
 MAX_TRACES = 500  # re-derived per matured review; an older lesson beyond it stays as it was
-_INACTIVE = (Experience.Status.ARCHIVED, Experience.Status.REJECTED)
 
 
 def _reads_somewhere(effect: ToolEffect) -> bool:
@@ -51,7 +50,7 @@ def traces_to_rederive(
         Experience.objects.filter(
             project_id=project_id, kind=Experience.Kind.EPISODE, blame__tool__in=matured
         )
-        .exclude(status__in=_INACTIVE)
+        .exclude(status__in=Experience.INACTIVE_STATUSES)
         .values_list("sources__trace_id", flat=True)
         .distinct()[:MAX_TRACES]
     )

@@ -228,3 +228,35 @@ def test_a_request_whose_near_runs_split_between_families_is_told_the_ways(post,
     clear = post("recall", vague)
     assert "made different changes" not in clear["prompt_block"]
     assert clear["prompt_block"].splitlines()[1].startswith("- Workflow (2 successful runs): ")
+
+
+def test_a_run_that_stopped_short_teaches_its_task_s_success_to_finish_not_to_avoid_a_reply(post):
+    """A failed run blamed on the reply it ended on (only the outcome spoke against it) adds to
+    the same task's success that the failure stopped short, never "do not end with a reply like
+    …" (the contrast of a success / failure pair)."""
+    request = "I am omar_rossi_1241. Please move my flight on reservation UM3OG5 to May 25."
+    stopped = {
+        "external_id": "stopped-1", "agent": "airline-bot", "task": request,
+        "environment": ["airline"], "outcome": "failure",
+        "steps": [
+            {"index": 0, "kind": "user_input", "content": request},
+            {"index": 1, "kind": "tool_call", "tool": "get_user_details",
+             "arguments": {"user_id": "omar_rossi_1241"},
+             "observation": PROFILE % ("omar_rossi_1241", "UM3OG5")},
+            {"index": 2, "kind": "tool_call", "tool": "get_reservation_details",
+             "arguments": {"reservation_id": "UM3OG5"}, "observation": RESERVATION % "UM3OG5"},
+            {"index": 3, "kind": "llm_reasoning",
+             "content": "I'm sorry, that flight cannot be moved online."},
+        ],
+    }  # fmt: skip
+    failure = reviewed(post, stopped).experience_sources.get().experience
+    assert failure.blame["evidence"] == "the run ended on it"
+    assert "do not" not in failure.advice.lower()
+
+    reviewed(post, change_flight("moved-1", "omar_rossi_1241", "UM3OG5"))
+    advice = Experience.objects.get(kind="episode", polarity="success").advice
+    assert advice.endswith(
+        " Do not answer before every part of the request is done (an earlier run of this task "
+        "failed that way)."
+    ), advice
+    assert "end with a reply" not in advice

@@ -203,8 +203,9 @@ def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blam
         elif blame.evidence == ENDED:
             # Only the outcome speaks against the reply: what the run left undone may be the
             # mistake, as well as what it said.
-            text += f"; it answered {what.removeprefix('reply ')} and {blame.consequence}: find "
-            text += "what the request needs that this run did not do before you answer"
+            text += f'; it answered "{first_sentence(step.content, 60)}" and '
+            text += f"{blame.consequence}: find what the request needs that this run did not do "
+            text += "before you answer"
         else:
             text += f"; do not {what}: {blame.consequence}"
     elif counts_as_success(outcome) and request.trace.final_answer:
