@@ -237,13 +237,20 @@ def _instructs_other_literal(advice: str, task: str, tools: set[str], constants:
 
 
 _CONDITION = re.compile(r"\bwhen you use [\w.-]+[:,]", re.I)
+# A recipe for X ("When you use X, first A; call it with …", "When you use X: call it with …")
+# pushes X itself; a lesson's "When you use X: do not …" only says where it applies.
+_RECIPE = re.compile(r"^when you use ([\w.-]+)(?:, first |: call it )", re.I)
 
 
 def _recommends(advice: str, unneeded: set[str], tools: set[str]) -> bool:
-    """The advice tells the agent to call one of `unneeded`: named outside a "do not" clause and
-    outside the "When you use X:" condition it starts with."""
+    """The advice tells the agent to call one of `unneeded`: the tool a recipe is for, or one
+    named outside a "do not" clause, a "… before you X" warning and the "When you use X:"
+    condition a lesson starts with."""
     if not unneeded:
         return False
+    recipe = _RECIPE.match(advice)
+    if recipe and recipe.group(1) in unneeded:
+        return True
     # "check it … before you X" warns of X (warned_tools): not a push to make the call either.
     kept = _CHECK_BEFORE.sub(" ", _CONDITION.sub(" ", _DO_NOT.sub(" ", advice)))
     words = set(re.findall(r"[\w.-]+", kept))
@@ -254,7 +261,8 @@ def right_tools_first(
     dataset: str, probes: list[Run], answers: list[dict], history: list[Run]
 ) -> float:
     """Of the probes, the share whose first item names the tools the task needs: τ-bench, its
-    gold actions' tools (all of them; a task needing none counts when the item names no write);
+    gold actions' tools (all of them; a task needing none counts when the item recommends no
+    write, as the unneeded-writes figure reads it: a lesson warning of a change is right there);
     HotpotQA, Search and Finish; WebShop, search and click."""
     writes = writes_of(dataset, history + probes)
     good = 0
@@ -265,7 +273,7 @@ def right_tools_first(
         named = set(re.findall(r"[\w.-]+", _DO_NOT.sub(" ", advice)))
         if dataset == "tau":
             needs = _gold_needs(dataset, probe)
-            good += needs <= named if needs else not (named & writes)
+            good += needs <= named if needs else not _recommends(advice, writes, writes)
         elif dataset == "hotpotqa":
             good += {"Search", "Finish"} <= named
         else:

@@ -5,9 +5,12 @@ Memory's workflows), computed from the episodes' call patterns alone (no databas
 successful runs called among their necessary calls, in the order they called them (the mean of
 each tool's relative position), each shown by the way the runs called it most often (its
 placeholders, see traces.review.heuristic.placeholders), anchored on the last state-changing
-one: "When you use X, first A, then B; call it with <…>". A family whose successes only read
-(answers, refusals) is told so, on its condition: "When the request needs no change: first A,
-then B, then answer; the 5 successful runs of this kind changed nothing".
+one: "When you use X, first A, then B; call it with <…>". A look-up that fewer than half but at
+least OPTIONAL_SHARE (and MIN_OPTIONAL_RUNS) of the successes made is named with its count
+("(in 6 of 14 runs also C)"): left out, the workflow would read as "do without it", and the case
+that needed it (a membership that sets the allowance) would be answered wrong. A family whose
+successes only read (answers, refusals) is told so, on its condition: "When the request needs no
+change: first A, then B, then answer; the 5 successful runs of this kind changed nothing".
 
 **Insights** (successes and failures both present): a run is described by what it did — each
 tool it called, each tool it called before a state-changing one, each tool whose call failed —
@@ -17,9 +20,11 @@ insight, with its counts: "When you use update_reservation_flights: successful r
 get_reservation_details before it (5 of 6 successful runs, 1 of 4 failed runs)." An insight
 never tells the agent to avoid a read-only call, nor to change something after looking it up:
 only failed calls, state-changing calls and one change made after another can be what failures
-do more. A state change the successes make is said where the failures went instead ("When you
-use cancel_reservation: successful runs call transfer_to_human_agents … instead"), never
-conditioned on itself.
+do more. A change the failures make more is a check to make before it ("make this change only
+when the request asks for it and the rules allow it"), not "do not": the family's requests often
+all asked for it. A state change the successes make is said where the failures went instead
+("When you use cancel_reservation: successful runs call transfer_to_human_agents … instead"),
+never conditioned on itself.
 """
 
 from collections import Counter
@@ -33,6 +38,9 @@ MIN_RUNS = 2
 MIN_CONTRAST = 0.5
 MAX_INSIGHTS = 3
 MAX_WORKFLOW_CALLS = 5
+OPTIONAL_SHARE = 0.25  # of the successes: a look-up this common is named as optional,
+MIN_OPTIONAL_RUNS = 3  # and made by at least this many of them
+MAX_OPTIONAL_CALLS = 2
 
 
 @dataclass(frozen=True)
@@ -97,6 +105,7 @@ def workflow(members: list[Member]) -> Induced | None:
     writes = [t for t in kept if effects[t] == "write"]
     anchor = writes[-1] if writes else kept[-1]
     shown = {t: _pattern_of(successes, t) for t in kept}
+    optional = _optional_lookups(holders, effects, kept, successes, needed)
     if not any(c["effect"] == "write" for m in successes for c in m.calls):
         # No success made a state-changing call (an answer, a refusal: the family of reads only,
         # families._signature): that nothing was changed is the strategy, and a request that
@@ -104,13 +113,14 @@ def workflow(members: list[Member]) -> Induced | None:
         # request that does need a change, "runs of this kind changed nothing" read as "change
         # nothing".
         advice = (
-            f"When the request needs no change: first {', then '.join(shown[t] for t in kept)}, "
-            f"then answer; the {len(successes)} successful runs of this kind changed nothing"
+            f"When the request needs no change: first {', then '.join(shown[t] for t in kept)}"
+            f"{optional}, then answer; the {len(successes)} successful runs of this kind changed "
+            "nothing"
         )
     else:
-        before = [shown[t] for t in kept[: kept.index(anchor)]]
+        before = ", then ".join(shown[t] for t in kept[: kept.index(anchor)]) + optional
         after = [shown[t] for t in kept[kept.index(anchor) + 1 :]]
-        advice = when_you_use(anchor, ", then ".join(before), shown[anchor], ", then ".join(after))
+        advice = when_you_use(anchor, before.strip(), shown[anchor], ", then ".join(after))
     resting = sorted({t for tool in kept for t in holders[tool]})
     return Induced(
         key="workflow",
@@ -123,6 +133,31 @@ def workflow(members: list[Member]) -> Induced | None:
         trace_ids=resting,
         tools=sorted(kept),
     )
+
+
+def _optional_lookups(
+    holders: dict[str, set[int]],
+    effects: dict[str, str],
+    kept: list[str],
+    successes: list[Member],
+    needed: int,
+) -> str:
+    """ " (in 6 of 14 runs also C)" for the look-ups too few successes made to be in the workflow
+    but too many to leave out (see the module docstring); "" when there are none."""
+    floor = max(MIN_OPTIONAL_RUNS, round(OPTIONAL_SHARE * len(successes)))
+    common = sorted(
+        (
+            (len(runs), tool)
+            for tool, runs in holders.items()
+            if tool not in kept and effects[tool] == "read" and floor <= len(runs) < needed
+        ),
+        reverse=True,
+    )[:MAX_OPTIONAL_CALLS]
+    said = "; ".join(
+        f"in {count} of {len(successes)} runs also {_pattern_of(successes, tool)}"
+        for count, tool in common
+    )
+    return f" ({said})" if said else ""
 
 
 def _features(member: Member) -> dict[str, tuple[str, str, str]]:
@@ -175,9 +210,14 @@ def _insight_advice(
             f"When you use {subject}: check its arguments first: a {subject} call failed in "
             f"failed runs ({counts})."
         )
+    # Not "do not X unless the request asks for it": the family's requests often all ask for it
+    # (to cancel), and the failures made the change where the rules did not allow it.
+    arguments = text.removeprefix(f"called {subject}").strip()
+    called = f"called it with {arguments}" if arguments else "called it"
     return (
-        f"When you use {subject}: do not {text.removeprefix('called ')} unless the request asks "
-        f"for it ({counts} did)."
+        f"When you use {subject}: failed runs of this kind {called} more often ({counts} did); "
+        f"make this change only when the request asks for it and the rules allow it: check both "
+        f"before you {subject}."
     )
 
 

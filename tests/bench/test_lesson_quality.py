@@ -31,6 +31,21 @@ def test_a_workflow_that_makes_the_change_recommends_it():
     assert warned_tools(advice, TOOLS) == set()
 
 
+def test_a_recipe_recommends_the_tool_it_is_for_a_lesson_only_names_it():
+    # "When you use X, first …; call it with …" teaches how to make the change X: it pushes X.
+    recipe = (
+        "When you use cancel_reservation, first get_reservation_details <reservation_id from the "
+        "request>; call it with <reservation_id from the request>."
+    )
+    assert _recommends(recipe, {"cancel_reservation"}, TOOLS)
+    assert _recommends("When you use cancel_reservation: call it with <reservation_id>.",
+                       {"cancel_reservation"}, TOOLS)  # fmt: skip
+    lesson = (
+        "When you use cancel_reservation: do not cancel_reservation <reservation_id>: it failed."
+    )
+    assert not _recommends(lesson, {"cancel_reservation"}, TOOLS)
+
+
 def test_the_later_recall_knows_every_user_turn_before_the_first_change():
     from bench.datasets.tau import _request, _request_before_write
 

@@ -65,6 +65,32 @@ def test_a_family_whose_successes_only_read_is_told_they_changed_nothing():
     assert workflow([*answered[:2], success(4, USER, CHANGE)]).advice.startswith("When you use")
 
 
+def test_a_look_up_a_minority_of_successes_needed_is_named_with_its_count():
+    # 3 of 8 answers also read the user's profile (a membership that sets the allowance): left
+    # out, the workflow reads as "do without it".
+    answered = [success(i, RESERVATION) for i in range(1, 6)] + [
+        success(i, USER, RESERVATION) for i in (6, 7, 8)
+    ]
+    assert workflow(answered).advice == (
+        f"When the request needs no change: first {RESERVATION} (in 3 of 8 runs also {USER}), "
+        "then answer; the 8 successful runs of this kind changed nothing."
+    )
+    changed = [success(i, RESERVATION, CHANGE) for i in range(1, 6)] + [
+        success(i, USER, RESERVATION, CHANGE) for i in (6, 7, 8)
+    ]
+    assert workflow(changed).advice == (
+        f"When you use update_reservation_flights, first {RESERVATION} (in 3 of 8 runs also "
+        f"{USER}); call it with <reservation_id from get_user_details>."
+    )
+    # Two runs of seven are no pattern yet.
+    assert "also" not in workflow(changed[:5] + changed[6:]).advice
+    # One run in eight is no pattern; a change is never optional (successes share their changes).
+    rare = [success(i, RESERVATION, CHANGE) for i in range(1, 8)] + [
+        success(8, USER, RESERVATION, CHANGE)
+    ]
+    assert "also" not in workflow(rare).advice
+
+
 def test_the_family_s_change_is_in_its_workflow_whatever_its_label():
     # The reviewer called two successes' change redundant (they repeated it): it is still what
     # those runs did to succeed, and the workflow ends on it.
@@ -112,8 +138,13 @@ def test_a_state_change_that_failures_make_is_warned_of_with_its_counts():
     ]
     warned = [i for i in insights(family) if i.polarity == "failure"]
     assert any(
-        i.advice.startswith(f"When you use cancel_reservation: do not {cancel} unless the request")
-        and "0 of 2 successful runs, 2 of 2 failed runs" in i.advice
+        i.advice
+        == (
+            "When you use cancel_reservation: failed runs of this kind called it with "
+            "<reservation_id from get_user_details> more often (0 of 2 successful runs, 2 of 2 "
+            "failed runs did); make this change only when the request asks for it and the rules "
+            "allow it: check both before you cancel_reservation."
+        )
         for i in warned
     ), [i.advice for i in warned]
 

@@ -22,6 +22,8 @@ from traces.review.triggers import (
         "I already told you the namespace is prod",
         "why did you restart the database?",
         "wrong, the service is svc-b",
+        "You gave me the wrong reservation",
+        "I said economy and you booked the wrong cabin",
         "不对，我要的是生产环境",
         "还是不行",
     ],
@@ -37,6 +39,9 @@ def test_dissatisfaction_is_detected(text):
         "no problem, thanks",
         "not bad at all, it works now",
         "what went wrong with the deploy?",
+        "I apologize, I've realized I provided the wrong reservation ID.",
+        "Sorry, I gave you the wrong order number: it is #W2378156",
+        "My mistake, the namespace is prod",
         "",
     ],
 )

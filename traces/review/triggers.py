@@ -22,10 +22,14 @@ _DISSATISFIED = re.compile(
     r"不对|错了|没用|还是不行|不行|我已经说过|又错|重复|不是我要的)",
     re.IGNORECASE,
 )
-# Phrases that contain a trigger word but are not complaints.
+# Phrases that contain a trigger word but are not complaints; among them the user correcting
+# their own words ("I gave you the wrong reservation ID"), which blames no step of the agent.
 _NOT_DISSATISFIED = re.compile(
     r"(\bno problem\b|\bnot bad\b|\bnothing wrong\b|\bno worries\b|\bworks now\b|"
-    r"\bwhat (went|is) wrong\b|\bwrong (with|in)\b.*\?$)",
+    r"\bwhat (went|is) wrong\b|\bwrong (with|in)\b.*\?$|"
+    r"\bi(?:'ve| have)? (?:\w+ )?(?:gave|given|provided|sent|typed|entered|said|told you|mentioned|"
+    r"quoted|used) (?:you )?(?:the |a |my )?wrong\b|\bmy (?:mistake|bad|fault)\b|"
+    r"我(?:说|写|给)错了)",
     re.IGNORECASE,
 )
 
