@@ -93,7 +93,8 @@ class Experience(models.Model):
     # Episodes: the step the lesson forbids and why (traces.review.heuristic.blame), {} if none.
     blame = models.JSONField(default=dict, blank=True)
     # Episodes: every call of the run as a placeholder pattern, with its effect and whether it
-    # failed or was necessary ([{"tool", "pattern", "effect", "errored", "necessary"}]): what
+    # failed or was necessary ([{"tool", "pattern", "effect", "errored", "necessary"}], effect
+    # one of read / write / hand_off / unknown): what
     # the family's workflow and insights are induced from (experiences.services.families).
     calls = models.JSONField(default=list, blank=True)
     # The task family it belongs to (episodes) or speaks for (workflows, insights).

@@ -106,7 +106,11 @@ def run_calls(
             {
                 "tool": step.tool,
                 "pattern": call_pattern(step, sources),
-                "effect": {True: "read", False: "write", None: "unknown"}[effect.read_only],
+                # A hand-off is its own effect: never a family's change (families._signature)
+                # nor a workflow's step (family_induction).
+                "effect": "hand_off"
+                if effect.hands_off
+                else {True: "read", False: "write", None: "unknown"}[effect.read_only],
                 "errored": errored(step),
                 "necessary": labels.get(step.index) == "necessary",
             }

@@ -11,6 +11,9 @@ least OPTIONAL_SHARE (and MIN_OPTIONAL_RUNS) of the successes made is named with
 that needed it (a membership that sets the allowance) would be answered wrong. A family whose
 successes only read (answers, refusals) is told so, on its condition: "When the request needs no
 change: first A, then B, then answer; the 5 successful runs of this kind changed nothing".
+A hand-off to a person (effect `hand_off`, traces.review.tool_effects) is never a workflow's step
+nor what an insight recommends: it is how those runs ended, said with its count ("(3 of them
+handed the case to a human agent)").
 
 **Insights** (successes and failures both present): a run is described by what it did — each
 tool it called, each tool it called before a state-changing one, each tool whose call failed —
@@ -41,6 +44,7 @@ MAX_WORKFLOW_CALLS = 5
 OPTIONAL_SHARE = 0.25  # of the successes: a look-up this common is named as optional,
 MIN_OPTIONAL_RUNS = 3  # and made by at least this many of them
 MAX_OPTIONAL_CALLS = 2
+HAND_OFF = "hand_off"  # a call's effect when it passes the case to a person
 
 
 @dataclass(frozen=True)
@@ -97,7 +101,8 @@ def workflow(members: list[Member]) -> Induced | None:
             positions.setdefault(tool, []).append(rank / max(len(seen) - 1, 1))
             holders.setdefault(tool, set()).add(member.trace_id)
     needed = max(MIN_SUCCESSES, (len(successes) + 1) // 2)
-    kept = [t for t, runs in holders.items() if len(runs) >= needed]
+    # A hand-off is how a run ended, not a step of the way (tool_effects: hands_off).
+    kept = [t for t, runs in holders.items() if len(runs) >= needed and effects[t] != HAND_OFF]
     if not kept:
         return None
     kept.sort(key=lambda t: (mean(positions[t]), -len(holders[t])))
@@ -106,6 +111,9 @@ def workflow(members: list[Member]) -> Induced | None:
     anchor = writes[-1] if writes else kept[-1]
     shown = {t: _pattern_of(successes, t) for t in kept}
     optional = _optional_lookups(holders, effects, kept, successes, needed)
+    handed = sum(
+        any(c["effect"] == HAND_OFF and not c["errored"] for c in m.calls) for m in successes
+    )
     if not any(c["effect"] == "write" for m in successes for c in m.calls):
         # No success made a state-changing call (an answer, a refusal: the family of reads only,
         # families._signature): that nothing was changed is the strategy, and a request that
@@ -117,6 +125,8 @@ def workflow(members: list[Member]) -> Induced | None:
             f"{optional}, then answer; the {len(successes)} successful runs of this kind changed "
             "nothing"
         )
+        if handed:
+            advice += f" ({handed} of them handed the case to a human agent)"
     else:
         before = ", then ".join(shown[t] for t in kept[: kept.index(anchor)]) + optional
         after = [shown[t] for t in kept[kept.index(anchor) + 1 :]]
@@ -153,10 +163,9 @@ def _optional_lookups(
         ),
         reverse=True,
     )[:MAX_OPTIONAL_CALLS]
-    said = "; ".join(
-        f"in {count} of {len(successes)} runs also {_pattern_of(successes, tool)}"
-        for count, tool in common
-    )
+    # By name only: the line is read beside the workflow's calls, and a look-up's arguments are
+    # in its declaration.
+    said = "; ".join(f"in {count} of {len(successes)} runs also {tool}" for count, tool in common)
     return f" ({said})" if said else ""
 
 
@@ -239,6 +248,7 @@ def insights(members: list[Member]) -> list[Induced]:
             runs_of.setdefault(key, []).append(member.trace_id)
     found = []
     n_s, n_f = len(successes), len(failures)
+    handoffs = {c["tool"] for m in members for c in m.calls if c["effect"] == HAND_OFF}
     # The state changes failures make and successes do not, most telling first: where a
     # success's own state change is said ("instead").
     failure_writes = sorted(
@@ -259,6 +269,9 @@ def insights(members: list[Member]) -> list[Induced]:
             continue
         if not speaks_for_success and kind in ("read", "before"):
             continue  # never "avoid looking it up", nor "do not change it after looking up"
+        if speaks_for_success and kind == "call" and subject in handoffs:
+            continue  # a hand-off is an exit, never the way to do a task
+
         feature = described[key]
         if feature[0] in ("call", "read"):  # show how the runs called it
             feature = (feature[0], subject, f"called {_pattern_of(members, subject)}")

@@ -8,7 +8,11 @@ CHANGE = "update_reservation_flights <reservation_id from get_user_details>"
 
 
 def calls(*made, necessary=True):
-    effects = {"get_user_details": "read", "get_reservation_details": "read"}
+    effects = {
+        "get_user_details": "read",
+        "get_reservation_details": "read",
+        "transfer_to_human_agents": "hand_off",
+    }
     return [
         {
             "tool": pattern.split(" ", 1)[0],
@@ -72,7 +76,8 @@ def test_a_look_up_a_minority_of_successes_needed_is_named_with_its_count():
         success(i, USER, RESERVATION) for i in (6, 7, 8)
     ]
     assert workflow(answered).advice == (
-        f"When the request needs no change: first {RESERVATION} (in 3 of 8 runs also {USER}), "
+        f"When the request needs no change: first {RESERVATION} (in 3 of 8 runs also "
+        "get_user_details), "
         "then answer; the 8 successful runs of this kind changed nothing."
     )
     changed = [success(i, RESERVATION, CHANGE) for i in range(1, 6)] + [
@@ -80,7 +85,7 @@ def test_a_look_up_a_minority_of_successes_needed_is_named_with_its_count():
     ]
     assert workflow(changed).advice == (
         f"When you use update_reservation_flights, first {RESERVATION} (in 3 of 8 runs also "
-        f"{USER}); call it with <reservation_id from get_user_details>."
+        "get_user_details); call it with <reservation_id from get_user_details>."
     )
     # Two runs of seven are no pattern yet.
     assert "also" not in workflow(changed[:5] + changed[6:]).advice
@@ -151,22 +156,47 @@ def test_a_state_change_that_failures_make_is_warned_of_with_its_counts():
 
 def test_a_state_change_the_successes_make_is_said_where_the_failures_went_instead():
     cancel = "cancel_reservation <reservation_id from get_user_details>"
-    hand_off = "transfer_to_human_agents <summary in the request's words>"
     family = [
-        success(1, USER, RESERVATION, hand_off),
-        success(2, USER, RESERVATION, hand_off),
+        success(1, USER, RESERVATION, CHANGE),
+        success(2, USER, RESERVATION, CHANGE),
         failure(3, USER, RESERVATION, cancel),
         failure(4, USER, cancel),
     ]
     said = [i.advice for i in insights(family)]
     assert (
-        f"When you use cancel_reservation: successful runs call {hand_off} instead "
+        f"When you use cancel_reservation: successful runs call {CHANGE} instead "
         "(2 of 2 successful runs, 0 of 2 failed runs)."
     ) in said, said
     # Never "when you use X: successful runs call X".
-    assert not any(a.startswith("When you use transfer_to_human_agents: successful runs call "
-                                "transfer_to_human_agents") for a in said), said  # fmt: skip
+    assert not any(a.startswith("When you use update_reservation_flights: successful runs call "
+                                "update_reservation_flights") for a in said), said  # fmt: skip
     # With no other state change to name, it is said before the answer.
-    alone = [success(1, USER, hand_off), success(2, USER, hand_off), failure(3, USER)]
-    assert any(i.advice.startswith(f"Before you answer: successful runs call {hand_off}")
+    alone = [success(1, USER, CHANGE), success(2, USER, CHANGE), failure(3, USER)]
+    assert any(i.advice.startswith(f"Before you answer: successful runs call {CHANGE}")
                for i in insights(alone)), [i.advice for i in insights(alone)]  # fmt: skip
+
+
+def test_a_hand_off_is_how_runs_ended_never_a_step_nor_a_recommendation():
+    # The successes read and handed the case to a person; the failures cancelled. What the
+    # family teaches is to check before cancelling, never "hand it over instead".
+    cancel = "cancel_reservation <reservation_id from get_user_details>"
+    hand_off = "transfer_to_human_agents <summary in the request's words>"
+    family = [
+        success(1, USER, RESERVATION, hand_off),
+        success(2, USER, RESERVATION, hand_off),
+        success(3, USER, RESERVATION),
+        failure(4, USER, RESERVATION, cancel),
+        failure(5, USER, cancel),
+    ]
+    said = [i.advice for i in insights(family)]
+    assert not any("successful runs call transfer_to_human_agents" in a for a in said), said
+    assert any(
+        a.startswith("When you use cancel_reservation: failed runs of this kind called it")
+        and a.endswith("check both before you cancel_reservation.")
+        for a in said
+    ), said
+    assert workflow(family).advice == (
+        f"When the request needs no change: first {USER}, then {RESERVATION}, then answer; the 3 "
+        "successful runs of this kind changed nothing (2 of them handed the case to a human "
+        "agent)."
+    )

@@ -31,7 +31,7 @@ def test_a_good_review_is_parsed_and_measured(llm_settings, fake_openai):
     outcome = LLMReviewer().review(a_request())
 
     assert outcome.reviewer == "llm" and outcome.model == "fake-reviewer"
-    assert outcome.prompt_version == "llm-5"
+    assert outcome.prompt_version == "llm-6"
     assert (outcome.prompt_tokens, outcome.completion_tokens) == (850, 240)
     assert [j.label for j in outcome.template.labels] == ["necessary", "failed", "necessary"]
     sent = fake_openai.chat_requests[0]
@@ -51,6 +51,10 @@ def test_a_good_review_is_parsed_and_measured(llm_settings, fake_openai):
     assert "do not forbid it (the next\ntask may need it)" in system  # the outcome alone
     assert "lists every\nchange it made" in system
     assert "do\nnot forbid its reply" in system  # a run that only looked up and answered
+    assert (
+        "A hand-off to a person" in system
+        and "this run changed nothing and handed the\ncase" in system
+    )
     prompt = sent["messages"][1]["content"]
     assert "[1] tool_call docker_update" in prompt
     assert "Tools: docker_logs (read-only: its name starts with a verb that reads)" in prompt
@@ -114,7 +118,7 @@ def test_an_llm_review_is_stored_with_model_tokens_and_latency(llm_settings, pro
     assert (review.reviewer, review.model, review.prompt_version) == (
         "llm",
         "fake-reviewer",
-        "llm-5",
+        "llm-6",
     )
     assert (review.prompt_tokens, review.completion_tokens) == (850, 240)
     assert review.experience.startswith("When you use docker_logs")

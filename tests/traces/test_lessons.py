@@ -158,6 +158,46 @@ def test_declarations_are_read_from_native_openai_anthropic_and_mcp_shapes():
     assert verb_effect(found["book"].description) is False
 
 
+@pytest.mark.parametrize(
+    ("name", "description", "hands_off"),
+    [
+        ("transfer_to_human_agents", "", True),
+        ("escalate_to_support", "", True),
+        ("handoff", "Hand the conversation to a human operator.", True),
+        ("xfer", "Transfer the user to a human agent, with a summary of the issue.", True),
+        ("transfer_funds", "Transfer money between two accounts.", False),
+        ("get_agent_status", "", False),
+    ],
+)
+def test_a_hand_off_passes_the_case_to_a_person(name, description, hands_off):
+    effect = tool_effect(name, Declaration(name, description=description))
+    assert effect.hands_off is hands_off
+    if hands_off:
+        assert effect.changes_state  # it acts: it is never what a lesson calls a look-up
+
+
+def test_a_success_that_handed_the_case_over_teaches_what_it_looked_into_not_the_hand_off():
+    steps = [
+        said(0, "Hi, I am omar_rossi_1241 and I want to cancel reservation K1NW8N."),
+        call(1, READ, {"user_id": "omar_rossi_1241"}, PROFILE),
+        call(2, "get_reservation_details", {"reservation_id": "K1NW8N"}, RESERVATION),
+        call(
+            3,
+            "transfer_to_human_agents",
+            {"summary": "wants to cancel K1NW8N"},
+            "Transfer successful",
+        ),
+    ]
+    trace = tv(task=steps[0].content, outcome="success", environment=["airline"])
+    template = HeuristicReviewer().review(request_for(trace, steps)).template
+    assert template.experience == (
+        f"Before you change anything: first {READ} <user_id from the request>, then "
+        "get_reservation_details <reservation_id from the request>; this run changed nothing "
+        "and handed the case to a human agent."
+    )
+    assert "transfer_to_human_agents" in template.replay  # the same case is replayed exactly
+
+
 # ---------------------------------------------------------------------------- blame
 
 
@@ -250,7 +290,7 @@ def test_a_write_most_runs_never_make_is_warned_of_never_forbidden_by_the_outcom
     # The replay of the same case names the call, and says the run failed after it.
     assert template.replay.endswith(
         '; the run failed after transfer_to_human_agents "K1NW8N": check that '
-        "change against the request before you make it again."
+        "change against the request and the rules before you make it again."
     )
     # A commit made in nearly every run (an answer, a purchase) is needed again: check it first.
     template = _ended_on("submit_order", runs=19, project_runs=20)
@@ -311,5 +351,5 @@ def test_a_failed_run_s_replay_lists_every_change_it_made():
     assert replay == (
         'The same case ran before (failure): get_user_details "omar_rossi_1241"; the run failed '
         'after its changes cancel_reservation "UM3OG5", cancel_reservation "K1NW8N": check each '
-        "change against the request before you make it again."
+        "change against the request and the rules before you make it again."
     )

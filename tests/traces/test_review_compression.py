@@ -44,3 +44,15 @@ def test_a_ten_step_trajectory_is_a_few_hundred_tokens():
     tokens = estimate_tokens(request.prompt)
     assert 300 <= tokens <= 1000, tokens
     assert "status ok; " * 60 not in request.prompt
+
+
+def test_the_tools_line_says_which_tool_reads_and_which_hands_the_case_to_a_person():
+    steps = [
+        sv(0, "user_input", content="cancel K1NW8N"),
+        sv(1, tool="get_reservation_details", arguments={"reservation_id": "K1NW8N"}),
+        sv(2, tool="transfer_to_human_agents", arguments={"summary": "cancel K1NW8N"}),
+    ]
+    prompt = request_for(tv(task="cancel K1NW8N", outcome="success"), steps).prompt
+    tools = next(line for line in prompt.splitlines() if line.startswith("Tools: "))
+    assert "get_reservation_details (read-only:" in tools
+    assert "transfer_to_human_agents (hands the case to a person:" in tools

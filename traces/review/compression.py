@@ -62,7 +62,12 @@ def compress(trace: TraceView, steps: list[StepView], window: Window, total_step
         effects = [trace.effect(t) for t in tools]
         said = {True: "read-only", False: "changes state", None: "effect unknown"}
         header.append(
-            "Tools: " + "; ".join(f"{e.tool} ({said[e.read_only]}: {e.evidence})" for e in effects)
+            "Tools: "
+            + "; ".join(
+                f"{e.tool} ({'hands the case to a person' if e.hands_off else said[e.read_only]}: "
+                f"{e.evidence})"
+                for e in effects
+            )
         )
     if window.kind == "local":
         header.append(

@@ -15,7 +15,7 @@ from traces.review.types import (
     check_labels_cover_window,
 )
 
-PROMPT_VERSION = "llm-5"
+PROMPT_VERSION = "llm-6"
 
 SYSTEM_PROMPT = """You review an AI agent's finished trajectory after the fact, with the global
 view. Label every step with exactly one label. The labels are mutually exclusive; apply the first
@@ -56,6 +56,10 @@ When nothing but the outcome speaks against a run that only looked things up and
 not forbid its reply (it may have been right, and the mistake what the run left undone): "When
 you answer: a run that only looked things up (<tools>) and then answered failed; before you
 answer, check that you have done every part of the request, changes included."
+A hand-off to a person (the Tools line says which tool hands the case to a person) is how a run
+ended, never the strategy: a success whose only change was a hand-off teaches what it looked
+into first: "Before you change anything: first <calls>; this run changed nothing and handed the
+case to a human agent."
 Write values that came from the request or from an earlier result as named placeholders
 (<user_id from the request>, <reservation_id from get_user_details>), literal only for
 constants (a button label); do not quote the request (the scene is stored apart). replay: the

@@ -19,6 +19,12 @@ that says, in this order:
 4. **name** — the verb of the tool's name (`get_user_details`, `Search`, `kubectl_logs` read;
    `book_reservation`, `docker_restart`, `Finish` change or commit), as a last resort.
 
+A **hand-off** (`hands_off`) passes the case to a person — `transfer_to_human_agents`,
+`escalate_to_support`, a description opening "Transfer the user to a human agent": its name or
+description opens with a verb of passing on and names a person. It changes state (it ends the
+case) but it is an exit, not a way to do a task: a strategy is what a run did before it (the
+template, the family workflow), and a success's hand-off never makes its family.
+
 Apart from that, behaviour says whether a tool is made in nearly **every run** (`every_run`: in
 COMMIT_SHARE of the runs of the project's most used tool): an answer, a purchase. A failed run
 that ended on such a commit is taught as "check it before you commit" (the next task needs the
@@ -53,6 +59,12 @@ WRITE_VERBS = frozenset(
     "approve reject assign close archive enable disable scale rollback drop truncate".split()
 )
 _WORD = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])")
+# A hand-off: one of these verbs first, and a person named (in the name or its description).
+HAND_OFF_VERBS = frozenset("transfer escalate handoff handover hand forward route".split())
+PERSON_WORDS = frozenset(
+    "human humans person people agent agents operator operators staff support representative "
+    "representatives supervisor manager specialist".split()
+)
 
 
 @dataclass(frozen=True)
@@ -66,6 +78,7 @@ class ToolEffect:
     commit_arguments: str | None = None
     # Made in nearly every run of the project (an answer, a purchase); None: too few runs to say.
     every_run: bool | None = None
+    hands_off: bool = False  # it passes the case to a person (see the module docstring)
 
     def of_call(self, arguments: str) -> "ToolEffect":
         """The effect of one call of the tool, given its summarised arguments."""
@@ -133,6 +146,16 @@ def verb_effect(text: str) -> bool | None:
     return None
 
 
+def hands_off(tool: str, description: str = "") -> bool:
+    """Whether a tool passes the case to a person (the module docstring): its name, else its
+    description, opens with a verb of passing on, and one of them names a person."""
+    named = [w.lower() for w in _WORD.findall(tool)]
+    said = [w.lower() for w in _WORD.findall(description)][:20]
+    opens = bool(named[:1]) and named[0] in HAND_OFF_VERBS
+    opens = opens or (bool(said[:1]) and said[0] in HAND_OFF_VERBS)
+    return opens and bool(PERSON_WORDS & (set(named) | set(said)))
+
+
 def behaviour_effect(behaviour: Behaviour) -> bool | None:
     if behaviour.calls < BEHAVIOUR_MIN_CALLS or behaviour.runs < BEHAVIOUR_MIN_RUNS:
         return None
@@ -147,6 +170,14 @@ def tool_effect(
     tool: str, declaration: Declaration | None = None, behaviour: Behaviour | None = None
 ) -> ToolEffect:
     effect = _read_or_write(tool, declaration, behaviour)
+    if effect.read_only is not True and hands_off(
+        tool, declaration.description if declaration else ""
+    ):
+        if effect.read_only is None:  # "escalate_to_support": passing the case on acts
+            effect = replace(
+                effect, read_only=False, basis="name", evidence="it hands the case to a person"
+            )
+        effect = replace(effect, hands_off=True)
     if behaviour is None:
         return effect
     return replace(effect, every_run=behaviour.in_every_run())

@@ -4,6 +4,9 @@ built from the labels, so a human relabel re-derives the same way.
 The experience is a strategy that transfers, in the injection form the seeds ask for: a success
 reads "When you use <the call that changed state>, first <the calls before it>, then …", a
 failure "When you use <tool>: do not <the blamed call>: <what happened>. Instead, <what worked>."
+A success whose only change handed the case to a person reads "Before you change anything: first
+<the calls before it>; this run changed nothing and handed the case to a human agent": a hand-off
+is an exit, not a way to do the task (traces.review.tool_effects).
 The calls are placeholders (`placeholders`: the values that came from the request or an earlier
 result are named by where they came from), the blamed step is the one the evidence blames
 (`blame`), and the request is not quoted (the scene it is matched on is stored apart). The
@@ -57,6 +60,18 @@ def _strategy(calls: list[StepView], request: ReviewRequest, sources: Sources) -
     call that mattered, as placeholders. X is named as the condition only: advice for when an
     agent makes that call, never a push to make it."""
     calls = [c for c in calls if not is_aside(c)] or calls
+    effects = {c.index: request.trace.call_effect(c) for c in calls}
+    if any(effects[c.index].hands_off for c in calls):
+        kept = [c for c in calls if not effects[c.index].hands_off]
+        if not any(effects[c.index].changes_state for c in kept):
+            # Its only change passed the case to a person: what it looked into first is the
+            # way; the hand-off is how it ended, not a step to copy (tool_effects: hands_off).
+            looked = f"first {path_pattern(kept, sources, 3)}; " if kept else ""
+            return (
+                f"Before you change anything: {looked}this run changed nothing and handed the "
+                "case to a human agent"
+            )
+        calls = kept
     anchor = _anchor(calls, request)
     before = [c for c in calls if c.index < anchor.index]
     after = [c for c in calls if c.index > anchor.index]
@@ -199,7 +214,10 @@ def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blam
                 if len(made) > 1:
                     after += f"; its changes were {listed_changes}"
             each = "each change" if len(made) > 1 else "that change"
-            text += f"; {after}: check {each} against the request before you make it again"
+            text += (
+                f"; {after}: check {each} against the request and the rules before you make "
+                "it again"
+            )
         elif blame.evidence == ENDED:
             # Only the outcome speaks against the reply: what the run left undone may be the
             # mistake, as well as what it said.
