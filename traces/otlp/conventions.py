@@ -61,6 +61,16 @@ class SpanFacts:
         return clean(vars(self))
 
 
+def storable_json(value: dict[str, Any]) -> str:
+    """`value` as JSON text PostgreSQL stores: as it is when it has no NUL and no NaN (nearly
+    always: one serialisation, no copy), else through `clean`."""
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return json.dumps(clean(value))
+    return json.dumps(clean(value)) if "\\u0000" in text else text
+
+
 # ---------------------------------------------------------------------------- attribute values
 
 
