@@ -301,7 +301,7 @@ def evaluate(site: Site, base: str, data: Split, show_misses: bool = False) -> t
     )
     figures |= {"review_seconds": round(review_seconds, 1), "idle_wait_seconds": round(waited, 1)}
     figures["lessons"] = lesson_figures(data.dataset, data.history, data.probes, answers)
-    figures["judged"] = judged_figures(data.dataset, answers)
+    figures["judged"] = judged_figures(data.dataset, answers, [p.group for p in data.probes])
     if unseen_tasks:
         figures["right_tools_first"] = right_tools_first(
             data.dataset, data.probes, answers, data.history
@@ -329,7 +329,8 @@ def evaluate_unseen(site: Site, base: str, data: Split, show_misses: bool) -> di
     dataset = data.dataset.removesuffix("-unseen")
     figures["right_tools_first"] = right_tools_first(dataset, data.probes, answers, data.history)
     figures["lessons"] = lesson_figures(dataset, data.history, data.probes, answers)
-    figures["judged"] = judged_figures(dataset, answers)  # the domain's judged texts
+    # the domain's judged texts, and the judgements made for these tasks
+    figures["judged"] = judged_figures(dataset, answers, [p.group for p in data.probes])
     if any("query_before_write" in p.meta for p in data.probes):
         figures["before_first_write"] = _before_first_write(api, db, data, project, dataset)
     return figures
@@ -432,8 +433,8 @@ def main(argv: list[str] | None = None) -> dict:
             if judged and judged.get("covered"):
                 print(
                     f"  hand-judged{label}: {judged['covered']} of {judged['served']} served "
-                    f"items, helpful {judged['helpful_share']}, misleading "
-                    f"{judged['misleading_share']}"
+                    f"items ({judged['covered_for_their_task']} for their task), helpful "
+                    f"{judged['helpful_share']}, misleading {judged['misleading_share']}"
                 )
         review = figures["review"]
         print(f"  yield {review['yield']:.3f} {review['yield_by_outcome']}; proposals/100 "
