@@ -9,7 +9,10 @@ the nearest runs, which tells a request's kind of task better than the families'
 (a family whose requests are varied, "transfer me to a human", has a centroid near everything).
 Another family's workflow keeps its place by score: put first, it would teach the calls of
 another kind of task. **Order**: the same case first (its replay is the most specific memory
-there is), then the asked family's workflow, then the rest by score.
+there is), then the asked family's workflow, then the rest by score; when the same case is
+served, the workflow keeps its place by score: the case's own runs say more than the calls its
+family shares (hand-judged, a workflow put right after the same case misled as often as it
+helped).
 
 **When the vote is split.** The asked family's workflow goes first only when that family holds
 at least HINDSIGHT_RECALL_FAMILY_CLEAR_SHARE (0.6) of the score the k best items' families hold:
@@ -26,8 +29,9 @@ identifiers of the item's request (a user id, an order number: tokens with lette
 or underscored names; never a bare number or price) and asks a like thing (similarity at least
 HINDSIGHT_RECALL_SAME_CASE_NAMED_SIMILARITY: the same user asking about baggage after a
 cancellation is a new case), or asks nearly the same thing (similarity at least
-HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY). Then the exact replay of that run, identifiers
-included, is served in place of the general advice; any other item gives only the strategy.
+HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY) naming no ids but the query's. Then the exact
+replay of that run, identifiers included, is served in place of the general advice; any other
+item gives only the strategy.
 """
 
 from collections import Counter
@@ -82,19 +86,30 @@ def same_case_of(items, query_task: str) -> dict[int, Case]:
         )
         rows = {row[0]: row[1:] for row in cursor.fetchall()}
     asked = _identifiers(query_task)
-    threshold = settings.HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY
-    named_threshold = settings.HINDSIGHT_RECALL_SAME_CASE_NAMED_SIMILARITY
     cases = {}
     for item in items:
         request, summary, replay, sources = rows.get(item.experience.id, ("", "", "", []))
         similarity = item.score_parts.get("similarity", 0.0)
-        named = bool(asked & _identifiers(request or summary)) and similarity >= named_threshold
-        near = similarity >= threshold
-        same = bool(replay) and item.experience.kind == "episode" and (named or near)
+        same = (
+            bool(replay)
+            and item.experience.kind == "episode"
+            and is_same_case(asked, _identifiers(request or summary), similarity)
+        )
         cases[item.experience.id] = Case(
             same_instance=same, replay=replay if same else "", sources=tuple(sources)
         )
     return cases
+
+
+def is_same_case(asked: set[str], theirs: set[str], similarity: float) -> bool:
+    """Whether a run whose request named `theirs` is the case of a query naming `asked` (the
+    module docstring): a shared id and a like request, or a nearly equal request; never when both
+    name ids and share none (two users asking alike, "cancel my flight", are two cases)."""
+    if asked & theirs:
+        return similarity >= settings.HINDSIGHT_RECALL_SAME_CASE_NAMED_SIMILARITY
+    if asked and theirs:
+        return False
+    return similarity >= settings.HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY
 
 
 def _label(item, case: Case) -> str:
@@ -219,6 +234,9 @@ def served_items(scored: list, *, k: int, family_id: int | None) -> list:
 def ordered(items, *, family_id: int | None) -> list:
     """The same case first, then the asked family's workflow, then the others (each group by
     score)."""
+
+    if any(item.case.same_instance for item in items):
+        family_id = None  # its own runs say more than the family's workflow (module docstring)
 
     def rank(item) -> int:
         if item.case.same_instance:

@@ -53,7 +53,7 @@ def test_a_good_review_is_parsed_and_measured(llm_settings, fake_openai):
     assert "do\nnot forbid its reply" in system  # a run that only looked up and answered
     assert (
         "A hand-off to a person" in system
-        and "this run changed nothing and handed the\ncase" in system
+        and "this run then handed the case to a human\nagent" in system
     )
     prompt = sent["messages"][1]["content"]
     assert "[1] tool_call docker_update" in prompt

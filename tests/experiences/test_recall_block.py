@@ -4,7 +4,13 @@ family's workflow that merely made the candidate list (pure functions of scored 
 from datetime import UTC, datetime
 
 from experiences.services.recall import Recalled, RecallItem
-from experiences.services.recall_block import Case, FamilyVote, ordered, served_items
+from experiences.services.recall_block import (
+    Case,
+    FamilyVote,
+    is_same_case,
+    ordered,
+    served_items,
+)
 
 CHANGE, TRANSFER = 1, 2  # two task families
 
@@ -40,14 +46,35 @@ def test_another_family_s_workflow_is_neither_added_nor_put_first():
 
 
 def test_the_asked_family_s_workflow_takes_the_last_place_and_comes_first():
-    scored = [item(1, 0.9, family_id=CHANGE), item(2, 0.85, family_id=CHANGE, same_case=True),
+    scored = [item(1, 0.9, family_id=CHANGE), item(2, 0.85, family_id=CHANGE),
               item(3, 0.8, kind="workflow", family_id=TRANSFER), item(4, 0.3, family_id=CHANGE),
               item(5, 0.2, kind="workflow", family_id=CHANGE)]  # fmt: skip
     family = FamilyVote.of(scored, k=3).asked
     assert family == CHANGE
     served = served_items(scored, k=3, family_id=family)
-    # The same case first, then the asked family's workflow, then the rest by score.
-    assert [i.experience.id for i in ordered(served, family_id=family)] == [2, 5, 1]
+    assert [i.experience.id for i in ordered(served, family_id=family)] == [5, 1, 2]
+
+
+def test_with_the_same_case_served_the_workflow_keeps_its_place():
+    # The case's own runs first; the family's workflow says less than they do.
+    scored = [item(1, 0.9, family_id=CHANGE), item(2, 0.85, family_id=CHANGE, same_case=True),
+              item(3, 0.8, kind="workflow", family_id=TRANSFER), item(4, 0.3, family_id=CHANGE),
+              item(5, 0.2, kind="workflow", family_id=CHANGE)]  # fmt: skip
+    family = FamilyVote.of(scored, k=3).asked
+    served = served_items(scored, k=3, family_id=family)
+    assert [i.experience.id for i in ordered(served, family_id=family)] == [2, 1, 5]
+
+
+def test_the_same_case_names_the_query_s_ids_or_asks_nearly_the_same_naming_no_other(settings):
+    settings.HINDSIGHT_RECALL_SAME_CASE_NAMED_SIMILARITY = 0.5
+    settings.HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY = 0.92
+    user, other = {"sophia_silva_7557", "h8q05l"}, {"amelia_rossi_1297", "si5ukw"}
+    assert is_same_case(user, {"sophia_silva_7557"}, 0.6)  # the same user asking a like thing
+    assert not is_same_case(user, {"sophia_silva_7557"}, 0.4)  # ... something else
+    assert not is_same_case(user, other, 0.97)  # two users asking alike: two cases
+    assert is_same_case(set(), other, 0.95)  # the query names no id: nearly the same request
+    assert is_same_case(user, set(), 0.95)
+    assert not is_same_case(set(), set(), 0.9)
 
 
 def test_a_split_vote_is_not_clear_and_a_one_sided_one_is(settings):

@@ -192,8 +192,8 @@ def test_a_success_that_handed_the_case_over_teaches_what_it_looked_into_not_the
     template = HeuristicReviewer().review(request_for(trace, steps)).template
     assert template.experience == (
         f"Before you change anything: first {READ} <user_id from the request>, then "
-        "get_reservation_details <reservation_id from the request>; this run changed nothing "
-        "and handed the case to a human agent."
+        "get_reservation_details <reservation_id from the request>; this run then handed the "
+        "case to a human agent."
     )
     assert "transfer_to_human_agents" in template.replay  # the same case is replayed exactly
 

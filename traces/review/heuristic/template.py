@@ -5,7 +5,7 @@ The experience is a strategy that transfers, in the injection form the seeds ask
 reads "When you use <the call that changed state>, first <the calls before it>, then …", a
 failure "When you use <tool>: do not <the blamed call>: <what happened>. Instead, <what worked>."
 A success whose only change handed the case to a person reads "Before you change anything: first
-<the calls before it>; this run changed nothing and handed the case to a human agent": a hand-off
+<the calls before it>; this run then handed the case to a human agent": a hand-off
 is an exit, not a way to do the task (traces.review.tool_effects).
 The calls are placeholders (`placeholders`: the values that came from the request or an earlier
 result are named by where they came from), the blamed step is the one the evidence blames
@@ -68,8 +68,8 @@ def _strategy(calls: list[StepView], request: ReviewRequest, sources: Sources) -
             # way; the hand-off is how it ended, not a step to copy (tool_effects: hands_off).
             looked = f"first {path_pattern(kept, sources, 3)}; " if kept else ""
             return (
-                f"Before you change anything: {looked}this run changed nothing and handed the "
-                "case to a human agent"
+                f"Before you change anything: {looked}this run then handed the case to a human "
+                "agent"
             )
         calls = kept
     anchor = _anchor(calls, request)
