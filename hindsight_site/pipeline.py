@@ -4,6 +4,7 @@ The traces app publishes these tasks by name (traces.services.review_queue).
 """
 
 import logging
+from functools import partial
 
 from celery import Task, shared_task
 from django.conf import settings
@@ -68,8 +69,10 @@ def review_trace(self, trace_id: int) -> str:
                 )
                 dedup_on_commit([e.pk for e in experiences])
                 if experiences:
-                    transaction.on_commit(keyword_stats_refresh, robust=True)
+                    transaction.on_commit(partial(keyword_stats_refresh, follow=False), robust=True)
     except IntegrityError:
+        if not review.review_applied_before(trace_id=trace_id):
+            raise  # not another delivery's doing: the task fails, and the trace says why
         logger.info("trace %s: this review was already applied by another delivery", trace_id)
         return "already applied"
     # What this run showed of its tools may make earlier lessons wrong: re-derive those.

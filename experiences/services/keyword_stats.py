@@ -55,9 +55,11 @@ def keyword_frequencies_sync() -> bool:
     return True
 
 
-def keyword_stats_refresh(*, force: bool = False) -> bool:
+def keyword_stats_refresh(*, force: bool = False, follow: bool = True) -> bool:
     """ANALYZE the search column when enough rows changed (or `force`), then bring the copy in
-    step with the statistics, whoever took them; True when it analyzed."""
+    step with the statistics: whoever took them (`follow`, beat's minute), or only after its own
+    analyze (the worker after each review: comparing a thousand words cost 13 ms a review, and
+    beat follows the others within the minute); True when it analyzed."""
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_try_advisory_lock(%s)", [_LOCK])
@@ -72,7 +74,8 @@ def keyword_stats_refresh(*, force: bool = False) -> bool:
                 analyze = force or changed >= max(20, live // 10)
                 if analyze:
                     cursor.execute("ANALYZE experiences_experience (search)")
-                keyword_frequencies_sync()
+                if analyze or follow:
+                    keyword_frequencies_sync()
             finally:
                 cursor.execute("SELECT pg_advisory_unlock(%s)", [_LOCK])
     except DatabaseError:

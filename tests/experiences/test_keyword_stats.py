@@ -49,6 +49,9 @@ def test_an_analyze_run_by_someone_else_is_copied_at_the_next_refresh(project):
     with connection.cursor() as cursor:  # as autovacuum would
         cursor.execute("ANALYZE experiences_experience")
 
+    # After a review the worker copies only what it analyzed itself; beat follows the others.
+    assert keyword_stats_refresh(follow=False) is False
+    assert "rebook" not in copied()
     assert refresh_keyword_stats() is False  # nothing to analyze: the statistics are fresh
 
     assert copied() == pytest.approx(pg_stats_frequencies())

@@ -1,6 +1,7 @@
 """Review -> labels, Review rows, experiences, failure patterns, embeddings (in process)."""
 
 import pytest
+from django.db import IntegrityError, connection
 
 from experiences.embeddings import LocalMiniLM
 from experiences.models import Experience, ExperienceVersion, FailurePattern
@@ -155,6 +156,21 @@ def test_reviewing_twice_changes_nothing(project):
     assert review_trace(trace.pk) == "already applied"
     assert Review.objects.count() == 1 and Experience.objects.count() == 1
     assert FailurePattern.objects.get().occurrences == 1
+    assert Trace.objects.get(pk=trace.pk).review_status == "reviewed"  # not left reviewing
+
+
+def test_a_review_that_clashes_with_no_earlier_review_fails_visibly(project):
+    # Two anomalies framing the same steps once made two reviews of one window: the insert broke
+    # and the trace sat "reviewing", said to be "already applied" though nothing was.
+    trace = ingest(project, seed_000_body())
+    Trace.objects.filter(pk=trace.pk).update(review_status="queued")
+    with connection.cursor() as cursor:  # a table constraint no review can satisfy
+        cursor.execute(
+            "ALTER TABLE traces_review ADD CONSTRAINT test_no_review CHECK (trace_id < 0)"
+        )
+    with pytest.raises(IntegrityError):
+        review_trace(trace.pk)  # the worker's on_failure then marks it failed, with the reason
+    assert not Review.objects.exists()
 
 
 def test_an_incomplete_trace_is_never_reviewed(project, api):

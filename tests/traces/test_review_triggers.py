@@ -194,6 +194,17 @@ def test_dissatisfaction_window_looks_back(settings):
     assert (window.trigger, window.start, window.end) == ("dissatisfaction", 3, 7)
 
 
+def test_two_anomalies_framing_the_same_steps_are_one_window(settings):
+    # Failures the user then complained about: both windows end at the run's end and start at
+    # its beginning. A review is unique per window: two would break the whole review.
+    settings.HINDSIGHT_LOCAL_WINDOW_STEPS = 3
+    steps = [sv(0, "user_input", content="check the DB"), sv(1, tool="sql", is_error=True),
+             sv(2, tool="sql", is_error=True), sv(3, "user_input", content="no, that's wrong"),
+             sv(4, tool="sql", arguments={"q": 1})]  # fmt: skip
+    windows = local_windows(steps)
+    assert [(w.trigger, w.start, w.end) for w in windows] == [("consecutive_failures", 0, 4)]
+
+
 def test_a_call_repeated_more_than_three_times_is_a_loop(settings):
     settings.HINDSIGHT_LOOP_REPEATS = 3
     same = {"name": "web"}

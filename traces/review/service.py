@@ -6,8 +6,9 @@ together with the distillation of experiences: labels, reviews and experiences l
 """
 
 from dataclasses import dataclass
+from datetime import datetime
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from core.errors import Conflict, NotFound
@@ -21,7 +22,14 @@ from traces.review.triggers import (
     short_review_reason,
     skip_reason,
 )
-from traces.review.types import ReviewOutcome, ReviewRequest, StepView, TraceView, Window
+from traces.review.types import (
+    ReviewOutcome,
+    ReviewRequest,
+    StepJudgement,
+    StepView,
+    TraceView,
+    Window,
+)
 from traces.review.usage import tool_usage
 from traces.services.review_queue import review_enqueue
 from traces.services.tool_profiles import tool_effects_for, tool_profiles_observe
@@ -139,10 +147,12 @@ def review_run(plan: ReviewPlan) -> list[ReviewOutcome]:
     ]
 
 
-def _labels_to_apply(outcomes: list[ReviewOutcome]) -> dict[int, tuple[ReviewOutcome, object]]:
+def _labels_to_apply(
+    outcomes: list[ReviewOutcome],
+) -> dict[int, tuple[ReviewOutcome, StepJudgement]]:
     # The full review labels every step; local reviews label their window only where no full
     # review ran (their own labels stay on their Review record either way).
-    chosen: dict[int, tuple[ReviewOutcome, object]] = {}
+    chosen: dict[int, tuple[ReviewOutcome, StepJudgement]] = {}
     full = [o for o in outcomes if o.request.window.kind == "full"]
     for outcome in full or outcomes:
         for judgement in outcome.template.labels:
@@ -193,31 +203,7 @@ def review_apply(*, plan: ReviewPlan, outcomes: list[ReviewOutcome]) -> list[Rev
     Review.objects.bulk_create(reviews)
 
     now = timezone.now()
-    chosen = _labels_to_apply(outcomes)
-    steps = list(
-        trace.steps.filter(index__in=list(chosen)).exclude(label_source=Step.LabelSource.HUMAN)
-    )
-    for step in steps:
-        outcome, judgement = chosen[step.index]
-        step.label = judgement.label  # type: ignore[attr-defined]
-        step.label_source = outcome.reviewer
-        step.label_reason = judgement.reason  # type: ignore[attr-defined]
-        step.label_confidence = judgement.confidence  # type: ignore[attr-defined]
-        step.labelled_by = None
-        step.labelled_at = now
-        step.label_version += 1
-    Step.objects.bulk_update(
-        steps,
-        [
-            "label",
-            "label_source",
-            "label_reason",
-            "label_confidence",
-            "labelled_by",
-            "labelled_at",
-            "label_version",
-        ],
-    )
+    _labels_write(trace.pk, _labels_to_apply(outcomes), now)
     full = next((o for o in outcomes if o.request.window.kind == "full"), None)
     if full is not None:  # what this run showed of its tools, for later reviews
         tool_profiles_observe(project_id=trace.project_id, usage=tool_usage(full.request))
@@ -226,6 +212,51 @@ def review_apply(*, plan: ReviewPlan, outcomes: list[ReviewOutcome]) -> list[Rev
     trace.review_status_at = now
     trace.save(update_fields=["review_status", "review_status_reason", "review_status_at"])
     return reviews
+
+
+# One statement for a review's labels (human ones kept): `bulk_update` built a CASE of every
+# row for each of seven columns and loaded the whole steps first, a third of a review's time.
+_LABELS_WRITE = """
+    UPDATE traces_step AS s SET label = u.label, label_source = u.source, label_reason = u.reason,
+        label_confidence = u.confidence, labelled_by_id = NULL, labelled_at = %s,
+        label_version = s.label_version + 1
+    FROM unnest(%s::int[], %s::varchar[], %s::varchar[], %s::text[], %s::float8[])
+        AS u(index, label, source, reason, confidence)
+    WHERE s.trace_id = %s AND s.index = u.index AND s.label_source <> %s
+"""
+
+
+def _labels_write(
+    trace_id: int, chosen: dict[int, tuple[ReviewOutcome, StepJudgement]], now: datetime
+) -> None:
+    indexes = sorted(chosen)
+    judgements = [chosen[i][1] for i in indexes]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _LABELS_WRITE,
+            [
+                now,
+                indexes,
+                [j.label for j in judgements],
+                [chosen[i][0].reviewer for i in indexes],
+                [j.reason for j in judgements],
+                [j.confidence for j in judgements],
+                trace_id,
+                Step.LabelSource.HUMAN,
+            ],
+        )
+
+
+def review_applied_before(*, trace_id: int) -> bool:
+    """After a review's writes clashed with stored ones: whether they were another delivery's
+    review of this trace (its reviews are stored; a delivery left reviewing is settled as
+    reviewed), or not (the clash is this review's own: the caller fails it visibly)."""
+    if not Review.objects.filter(trace_id=trace_id).exists():
+        return False
+    Trace.objects.filter(pk=trace_id, review_status=Trace.ReviewStatus.REVIEWING).update(
+        review_status=Trace.ReviewStatus.REVIEWED, review_status_at=timezone.now()
+    )
+    return True
 
 
 def review_fail(*, trace_id: int, reason: str) -> None:

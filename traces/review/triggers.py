@@ -143,4 +143,9 @@ def local_windows(steps: list[StepView]) -> list[Window]:
             )
         else:
             windows.append(Window("local", trigger, start, end))
-    return windows
+    # Two anomalies may frame the very same steps (failures the user then complained about):
+    # one review of them (a review is unique per window; the second one broke the whole review).
+    distinct: dict[tuple[int, int], Window] = {}
+    for window in windows:
+        distinct.setdefault((window.start, window.end), window)
+    return list(distinct.values())

@@ -6,6 +6,7 @@ about. Scanning stops after the first few thousand characters of a text.
 """
 
 import re
+from functools import lru_cache
 
 from traces.observations import as_text
 from traces.review.types import StepView
@@ -38,8 +39,15 @@ _STOP = _COMMON_CAPITALISED | {
 
 def key_values(text: str) -> set[str]:
     """Distinctive tokens: contain a digit or punctuation inside, or are CamelCase/ALLCAPS words."""
+    return set(_key_values(text[:_SCAN_CHARS]))
+
+
+# A review reads the same step texts once per window (the full review and each local one) and
+# the flow rules again: the scans are kept for the texts seen last.
+@lru_cache(maxsize=1024)
+def _key_values(text: str) -> frozenset[str]:
     values = set()
-    for whole in _TOKEN.findall(text[:_SCAN_CHARS]):
+    for whole in _TOKEN.findall(text):
         # "host:8080/path" also yields "host", "8080" and "path": a later step may use any part.
         for token in {whole, *_PARTS.split(whole)}:
             lower = token.lower()
@@ -47,13 +55,18 @@ def key_values(text: str) -> set[str]:
                 continue
             if any(c.isdigit() or c in "_.:/@#=-" for c in token) or _CAMEL.match(token):
                 values.add(lower)
-    return values
+    return frozenset(values)
 
 
 def names(text: str) -> set[str]:
     """Capitalised names, whole and word by word past the first ("World War II", "War II")."""
+    return set(_names(text[:_SCAN_CHARS]))
+
+
+@lru_cache(maxsize=1024)
+def _names(text: str) -> frozenset[str]:
     found = set()
-    for match in _NAME.finditer(text[:_SCAN_CHARS]):
+    for match in _NAME.finditer(text):
         words = [w for w in match.group(0).split() if w.lower() not in _COMMON_CAPITALISED]
         if not words:
             continue
@@ -61,7 +74,7 @@ def names(text: str) -> set[str]:
         if len(phrase) >= 3:
             found.add(phrase)
         found.update(w.lower() for w in words if len(w) >= 4)
-    return found
+    return frozenset(found)
 
 
 def content_words(text: str) -> set[str]:
