@@ -480,6 +480,10 @@ def experience_recall(
     )
     cases = same_case_of(items, query.task)
     # The asked family's workflow goes first only when the vote is clear; a split vote is said.
-    items = ordered(with_cases(items, cases), family_id=vote.asked if vote.clear else None)
+    items = ordered(
+        with_cases(items, cases),
+        family_id=vote.asked if vote.clear else None,
+        unanimous=vote.unanimous,
+    )
     block = prompt_block(items, cases, query.environment, ways=family_ways(vote))
     return RecallResult(log_id=log_id, items=items, prompt_block=block, warnings=warnings)

@@ -9,10 +9,12 @@ the nearest runs, which tells a request's kind of task better than the families'
 (a family whose requests are varied, "transfer me to a human", has a centroid near everything).
 Another family's workflow keeps its place by score: put first, it would teach the calls of
 another kind of task. **Order**: the same case first (its replay is the most specific memory
-there is), then the asked family's workflow, then the rest by score; when the same case is
-served, the workflow keeps its place by score: the case's own runs say more than the calls its
-family shares (hand-judged, a workflow put right after the same case misled as often as it
-helped).
+there is), then the asked family's workflow, then the rest by score. When the same case is
+served, the near items are of several families and none of the case's successful runs is of the
+asked one, the workflow keeps its place by score: the case's own runs say more than one family's
+calls among several (hand-judged on τ-bench, workflows put right after such a case helped 9
+times and misled 13; on HotpotQA, where every run is of one family, the workflow after the same
+case was judged helpful all 83 times).
 
 **When the vote is split.** The asked family's workflow goes first only when that family holds
 at least HINDSIGHT_RECALL_FAMILY_CLEAR_SHARE (0.6) of the score the k best items' families hold:
@@ -169,6 +171,11 @@ class FamilyVote:
         return self.shares[0][0] if self.shares else None
 
     @property
+    def unanimous(self) -> bool:
+        """Every item of a family among the k best is of the asked one."""
+        return len(self.shares) == 1
+
+    @property
     def clear(self) -> bool:
         """The asked family holds HINDSIGHT_RECALL_FAMILY_CLEAR_SHARE at least (or none is
         asked): its workflow may go first."""
@@ -231,12 +238,13 @@ def served_items(scored: list, *, k: int, family_id: int | None) -> list:
     return top if workflow is None else [*top[: k - 1], workflow]
 
 
-def ordered(items, *, family_id: int | None) -> list:
+def ordered(items, *, family_id: int | None, unanimous: bool = False) -> list:
     """The same case first, then the asked family's workflow, then the others (each group by
-    score)."""
-
-    if any(item.case.same_instance for item in items):
-        family_id = None  # its own runs say more than the family's workflow (module docstring)
+    score). `unanimous`: every near item with a family is of the asked one."""
+    same = [item.experience for item in items if item.case.same_instance]
+    if same and not unanimous:
+        if not any(e.family_id == family_id and e.polarity == "success" for e in same):
+            family_id = None  # the case's own runs say more (module docstring)
 
     def rank(item) -> int:
         if item.case.same_instance:

@@ -51,10 +51,7 @@ def test_a_good_review_is_parsed_and_measured(llm_settings, fake_openai):
     assert "do not forbid it (the next\ntask may need it)" in system  # the outcome alone
     assert "lists every\nchange it made" in system
     assert "do\nnot forbid its reply" in system  # a run that only looked up and answered
-    assert (
-        "A hand-off to a person" in system
-        and "this run then handed the case to a human\nagent" in system
-    )
+    assert "A hand-off to a person" in system and 'never "change nothing"' in system
     prompt = sent["messages"][1]["content"]
     assert "[1] tool_call docker_update" in prompt
     assert "Tools: docker_logs (read-only: its name starts with a verb that reads)" in prompt

@@ -1,6 +1,7 @@
 """Which workflow recall puts first: the family the nearest items vote for, never another
 family's workflow that merely made the candidate list (pure functions of scored items)."""
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from experiences.services.recall import Recalled, RecallItem
@@ -55,14 +56,21 @@ def test_the_asked_family_s_workflow_takes_the_last_place_and_comes_first():
     assert [i.experience.id for i in ordered(served, family_id=family)] == [5, 1, 2]
 
 
-def test_with_the_same_case_served_the_workflow_keeps_its_place():
-    # The case's own runs first; the family's workflow says less than they do.
+def test_with_the_same_case_served_the_workflow_follows_it_only_if_the_case_succeeded_its_way():
     scored = [item(1, 0.9, family_id=CHANGE), item(2, 0.85, family_id=CHANGE, same_case=True),
               item(3, 0.8, kind="workflow", family_id=TRANSFER), item(4, 0.3, family_id=CHANGE),
               item(5, 0.2, kind="workflow", family_id=CHANGE)]  # fmt: skip
     family = FamilyVote.of(scored, k=3).asked
     served = served_items(scored, k=3, family_id=family)
-    assert [i.experience.id for i in ordered(served, family_id=family)] == [2, 1, 5]
+    # The case's successful run is of the asked family: its workflow follows the case.
+    assert [i.experience.id for i in ordered(served, family_id=family)] == [2, 5, 1]
+    # The case only failed (a failure joins the nearest family): its own runs say more.
+    failed = [replace(i, experience=replace(i.experience, polarity="failure"))
+              if i.experience.id == 2 else i for i in served]  # fmt: skip
+    assert [i.experience.id for i in ordered(failed, family_id=family)] == [2, 1, 5]
+    # Every near item of one family (one kind of task): its workflow is the procedure.
+    assert [i.experience.id for i in ordered(failed, family_id=family, unanimous=True)] == [2, 5, 1]
+    assert FamilyVote.of(scored, k=2).unanimous and not FamilyVote.of(scored, k=3).unanimous
 
 
 def test_the_same_case_names_the_query_s_ids_or_asks_nearly_the_same_naming_no_other(settings):

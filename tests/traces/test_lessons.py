@@ -176,26 +176,36 @@ def test_a_hand_off_passes_the_case_to_a_person(name, description, hands_off):
         assert effect.changes_state  # it acts: it is never what a lesson calls a look-up
 
 
-def test_a_success_that_handed_the_case_over_teaches_what_it_looked_into_not_the_hand_off():
-    steps = [
-        said(0, "Hi, I am omar_rossi_1241 and I want to cancel reservation K1NW8N."),
-        call(1, READ, {"user_id": "omar_rossi_1241"}, PROFILE),
-        call(2, "get_reservation_details", {"reservation_id": "K1NW8N"}, RESERVATION),
+def test_a_success_that_handed_the_case_over_is_taught_by_its_changes_or_on_its_condition():
+    def review(*calls_made):
+        steps = [said(0, "Hi, I am omar_rossi_1241 and I want to cancel reservation K1NW8N."),
+                 call(1, READ, {"user_id": "omar_rossi_1241"}, PROFILE),
+                 call(2, "get_reservation_details", {"reservation_id": "K1NW8N"}, RESERVATION),
+                 *calls_made]  # fmt: skip
+        trace = tv(task=steps[0].content, outcome="success", environment=["airline"])
+        return HeuristicReviewer().review(request_for(trace, steps)).template
+
+    hand_off = call(
+        4, "transfer_to_human_agents", {"summary": "wants to cancel"}, "Transfer successful"
+    )
+    # A change, then the hand-off: the change is the way.
+    changed = review(
+        call(3, WRITE, {"reservation_id": "K1NW8N", "cabin": "economy"}, "{}"), hand_off
+    )
+    assert changed.experience.startswith(f"When you use {WRITE}, first ")
+    assert "transfer_to_human_agents" not in changed.experience
+    # The hand-off alone: it stays the condition (what to do if you hand over).
+    only = review(
         call(
             3,
             "transfer_to_human_agents",
             {"summary": "wants to cancel K1NW8N"},
             "Transfer successful",
-        ),
-    ]
-    trace = tv(task=steps[0].content, outcome="success", environment=["airline"])
-    template = HeuristicReviewer().review(request_for(trace, steps)).template
-    assert template.experience == (
-        f"Before you change anything: first {READ} <user_id from the request>, then "
-        "get_reservation_details <reservation_id from the request>; this run then handed the "
-        "case to a human agent."
+        )
     )
-    assert "transfer_to_human_agents" in template.replay  # the same case is replayed exactly
+    assert only.experience.startswith("When you use transfer_to_human_agents, first ")
+    assert "changed nothing" not in only.experience
+    assert "transfer_to_human_agents" in only.replay  # the same case is replayed exactly
 
 
 # ---------------------------------------------------------------------------- blame

@@ -57,9 +57,9 @@ not forbid its reply (it may have been right, and the mistake what the run left 
 you answer: a run that only looked things up (<tools>) and then answered failed; before you
 answer, check that you have done every part of the request, changes included."
 A hand-off to a person (the Tools line says which tool hands the case to a person) is how a run
-ended, never the strategy: a success whose only change was a hand-off teaches what it looked
-into first: "Before you change anything: first <calls>; this run then handed the case to a human
-agent."
+ended: a success that made changes and then handed the case over teaches its changes; one whose
+only change was the hand-off teaches it as its condition, "When you use <the hand-off>, first
+<calls>; call it with <arguments>" (what to do if you hand over), never "change nothing".
 Write values that came from the request or from an earlier result as named placeholders
 (<user_id from the request>, <reservation_id from get_user_details>), literal only for
 constants (a button label); do not quote the request (the scene is stored apart). replay: the

@@ -4,9 +4,8 @@ built from the labels, so a human relabel re-derives the same way.
 The experience is a strategy that transfers, in the injection form the seeds ask for: a success
 reads "When you use <the call that changed state>, first <the calls before it>, then …", a
 failure "When you use <tool>: do not <the blamed call>: <what happened>. Instead, <what worked>."
-A success whose only change handed the case to a person reads "Before you change anything: first
-<the calls before it>; this run then handed the case to a human agent": a hand-off
-is an exit, not a way to do the task (traces.review.tool_effects).
+A success that handed the case to a person after its changes is taught by its changes: a
+hand-off is an exit, not a way to do the task (traces.review.tool_effects).
 The calls are placeholders (`placeholders`: the values that came from the request or an earlier
 result are named by where they came from), the blamed step is the one the evidence blames
 (`blame`), and the request is not quoted (the scene it is matched on is stored apart). The
@@ -61,16 +60,13 @@ def _strategy(calls: list[StepView], request: ReviewRequest, sources: Sources) -
     agent makes that call, never a push to make it."""
     calls = [c for c in calls if not is_aside(c)] or calls
     effects = {c.index: request.trace.call_effect(c) for c in calls}
-    if any(effects[c.index].hands_off for c in calls):
-        kept = [c for c in calls if not effects[c.index].hands_off]
-        if not any(effects[c.index].changes_state for c in kept):
-            # Its only change passed the case to a person: what it looked into first is the
-            # way; the hand-off is how it ended, not a step to copy (tool_effects: hands_off).
-            looked = f"first {path_pattern(kept, sources, 3)}; " if kept else ""
-            return (
-                f"Before you change anything: {looked}this run then handed the case to a human "
-                "agent"
-            )
+    kept = [c for c in calls if not effects[c.index].hands_off]
+    if any(effects[c.index].changes_state for c in kept):
+        # A run that made its changes and then handed the case to a person: the way is its
+        # changes; the hand-off is how it ended (tool_effects: hands_off). A run whose only
+        # change was the hand-off keeps it as its condition, "When you use <the hand-off>,
+        # first …": hand-judged, that reads as what to do if you hand over, and "this run
+        # changed nothing and handed the case to a human agent" as a push to change nothing.
         calls = kept
     anchor = _anchor(calls, request)
     before = [c for c in calls if c.index < anchor.index]
