@@ -22,8 +22,10 @@ that says, in this order:
 A **hand-off** (`hands_off`) passes the case to a person — `transfer_to_human_agents`,
 `escalate_to_support`, a description opening "Transfer the user to a human agent": its name or
 description opens with a verb of passing on and names a person. It changes state (it ends the
-case) but it is an exit, not a way to do a task: a strategy is what a run did before it (the
-template, the family workflow), and a success's hand-off never makes its family.
+case) but it is an exit, not a way to do a task: a success that made changes before it is taught
+by its changes (the template), a family's workflow never has it as a step, and a success's
+hand-off never makes its family. A success whose only change was the hand-off keeps it as its
+condition ("When you use transfer_to_human_agents, first …": what to do if you hand over).
 
 Apart from that, behaviour says whether a tool is made in nearly **every run** (`every_run`: in
 COMMIT_SHARE of the runs of the project's most used tool): an answer, a purchase. A failed run
