@@ -17,6 +17,7 @@ judged: coverage says so.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 JUDGED = Path(__file__).resolve().parent / "datasets" / "judged_experiences.json"
@@ -27,7 +28,9 @@ def served_text(item: dict) -> str:
     return item.get("replay") or item["advice"]
 
 
-def judged_figures(dataset: str, answers: list[dict], groups: list[str] | None = None) -> dict:
+def judged_figures(
+    dataset: str, answers: list[dict], groups: Sequence[str | None] | None = None
+) -> dict:
     """`groups`: each answer's probe's group (its task), for the judgements made for a task."""
     if not JUDGED.exists():
         return {}
@@ -36,7 +39,7 @@ def judged_figures(dataset: str, answers: list[dict], groups: list[str] | None =
     for_text = {e["text"]: e["judgement"] for e in entries if not e.get("group")}
     served = [
         (served_text(i), group)
-        for a, group in zip(answers, groups or [None] * len(answers), strict=True)  # type: ignore[list-item]
+        for a, group in zip(answers, groups or [None] * len(answers), strict=True)
         for i in a["items"][:FIRST]
     ]
     found, task_judged = [], 0

@@ -191,7 +191,7 @@ def lesson_figures(
                 literal_items += 1
         first = answer["items"][:3]
         needs = _gold_needs(dataset, probe)
-        if any(_recommends(i["advice"], writes - needs, tools) for i in first):
+        if any(_recommends(i["advice"], writes - needs) for i in first):
             unneeded += 1
         wrong = failed_writes.get(probe.group, set())
         if wrong:
@@ -242,7 +242,7 @@ _CONDITION = re.compile(r"\bwhen you use [\w.-]+[:,]", re.I)
 _RECIPE = re.compile(r"^when you use ([\w.-]+)(?:, first |: call it )", re.I)
 
 
-def _recommends(advice: str, unneeded: set[str], tools: set[str]) -> bool:
+def _recommends(advice: str, unneeded: set[str]) -> bool:
     """The advice tells the agent to call one of `unneeded`: the tool a recipe is for, or one
     named outside a "do not" clause, a "… before you X" warning and the "When you use X:"
     condition a lesson starts with."""
@@ -273,7 +273,7 @@ def right_tools_first(
         named = set(re.findall(r"[\w.-]+", _DO_NOT.sub(" ", advice)))
         if dataset == "tau":
             needs = _gold_needs(dataset, probe)
-            good += needs <= named if needs else not _recommends(advice, writes, writes)
+            good += needs <= named if needs else not _recommends(advice, writes)
         elif dataset == "hotpotqa":
             good += {"Search", "Finish"} <= named
         else:

@@ -12,6 +12,7 @@ from typing import Any
 from experiences.embeddings import embed_in_batches
 from experiences.models import scene_text
 from experiences.scene import keywords_of
+from experiences.services.family_induction import HAND_OFF
 from experiences.services.patterns import argument_shape, error_signature
 from traces.review.heuristic.blame import blame_of, errored
 from traces.review.heuristic.placeholders import Sources, call_pattern, is_aside
@@ -108,7 +109,7 @@ def run_calls(
                 "pattern": call_pattern(step, sources),
                 # A hand-off is its own effect: never a family's change (families._signature)
                 # nor a workflow's step (family_induction).
-                "effect": "hand_off"
+                "effect": HAND_OFF
                 if effect.hands_off
                 else {True: "read", False: "write", None: "unknown"}[effect.read_only],
                 "errored": errored(step),

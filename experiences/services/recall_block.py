@@ -243,7 +243,9 @@ def ordered(items, *, family_id: int | None, unanimous: bool = False) -> list:
     score). `unanimous`: every near item with a family is of the asked one."""
     same = [item.experience for item in items if item.case.same_instance]
     if same and not unanimous:
-        if not any(e.family_id == family_id and e.polarity == "success" for e in same):
+        if not any(
+            e.family_id == family_id and e.polarity == Experience.Polarity.SUCCESS for e in same
+        ):
             family_id = None  # the case's own runs say more (module docstring)
 
     def rank(item) -> int:

@@ -15,7 +15,7 @@ def test_a_check_before_the_call_warns_of_it_even_at_the_end_of_a_sentence():
         "and the rules allow it: check both before you cancel_reservation."
     )
     assert warned_tools(advice, TOOLS) == {"cancel_reservation"}
-    assert not _recommends(advice, {"cancel_reservation"}, TOOLS)
+    assert not _recommends(advice, {"cancel_reservation"})
     assert warned_tools("Check the path before you fs.read.", TOOLS) == {"fs.read"}
     assert warned_tools("do not cancel_reservation <reservation_id>: the run failed.", TOOLS) == {
         "cancel_reservation"
@@ -27,7 +27,7 @@ def test_a_workflow_that_makes_the_change_recommends_it():
         "When you use get_reservation_details, first get_user_details <user_id from the "
         "request>, then cancel_reservation <reservation_id from get_user_details>."
     )
-    assert _recommends(advice, {"cancel_reservation"}, TOOLS)
+    assert _recommends(advice, {"cancel_reservation"})
     assert warned_tools(advice, TOOLS) == set()
 
 
@@ -37,13 +37,13 @@ def test_a_recipe_recommends_the_tool_it_is_for_a_lesson_only_names_it():
         "When you use cancel_reservation, first get_reservation_details <reservation_id from the "
         "request>; call it with <reservation_id from the request>."
     )
-    assert _recommends(recipe, {"cancel_reservation"}, TOOLS)
+    assert _recommends(recipe, {"cancel_reservation"})
     assert _recommends("When you use cancel_reservation: call it with <reservation_id>.",
-                       {"cancel_reservation"}, TOOLS)  # fmt: skip
+                       {"cancel_reservation"})  # fmt: skip
     lesson = (
         "When you use cancel_reservation: do not cancel_reservation <reservation_id>: it failed."
     )
-    assert not _recommends(lesson, {"cancel_reservation"}, TOOLS)
+    assert not _recommends(lesson, {"cancel_reservation"})
 
 
 def test_the_later_recall_knows_every_user_turn_before_the_first_change():
