@@ -173,17 +173,12 @@ def _experience_revise(
         return experience
     provenance = ExperienceSource.objects.filter(experience=experience, trace=trace)
     said = (experience.advice, experience.path, experience.polarity)
-    if (experience.replay, experience.blame, experience.calls) != (
-        draft.replay,
-        draft.blame,
-        draft.calls,
-    ):  # what a relabel changed beside the words: kept without a new version
-        experience.replay, experience.blame, experience.calls = (
-            draft.replay,
-            draft.blame,
-            draft.calls,
-        )
-        experience.save(update_fields=["replay", "blame", "calls", "updated_at"])
+    beside_the_words = ("replay", "blame", "calls", "same_case_only")
+    if any(getattr(experience, name) != getattr(draft, name) for name in beside_the_words):
+        # what a relabel changed beside the words: kept without a new version
+        for name in beside_the_words:
+            setattr(experience, name, getattr(draft, name))
+        experience.save(update_fields=[*beside_the_words, "updated_at"])
     if not because and provenance.filter(labels=draft.labels).exists() and draft.labels:
         return experience  # derived from these very labels: nothing to say differently
     advice = draft.advice + "".join(CONTRAST_CLAUSES.findall(experience.advice))
@@ -196,7 +191,6 @@ def _experience_revise(
     experience.advice = advice
     experience.path = draft.path
     experience.strategy, experience.pitfall = draft.strategy, draft.pitfall
-    experience.replay, experience.blame, experience.calls = draft.replay, draft.blame, draft.calls
     experience.source = draft.source
     experience.polarity = draft.polarity
     experience.save()

@@ -14,7 +14,7 @@ from experiences.models import scene_text
 from experiences.scene import keywords_of
 from experiences.services.family_induction import HAND_OFF
 from experiences.services.patterns import argument_shape, error_signature
-from traces.review.heuristic.blame import blame_of, errored
+from traces.review.heuristic.blame import Blame, blame_of, blames_the_answer, errored
 from traces.review.heuristic.placeholders import Sources, call_pattern, is_aside
 from traces.review.scene import action_phrase, scene_request, scene_summary
 from traces.review.types import (
@@ -46,6 +46,7 @@ class ExperienceDraft:
     replay: str = ""
     blame: dict[str, Any] = field(default_factory=dict)
     calls: list[dict[str, Any]] = field(default_factory=list)
+    same_case_only: bool = False  # see teaches_its_case_only
     embedding: list[float] | None = None
     revision_note: str = ""  # who worded a re-derivation, for its version's reason
 
@@ -119,6 +120,27 @@ def run_calls(
     return calls[:MAX_CALLS]
 
 
+def teaches_its_case_only(
+    polarity: str, blame: Blame | None, calls: list[dict[str, Any]], request: ReviewRequest
+) -> bool:
+    """Whether an episode teaches no way to do another case, and is served only as its own
+    case's replay (Experience.same_case_only, recall_block.servable):
+
+    - a success whose only change handed the case to a person: its advice says how to hand over,
+      not how to do the task (its family's workflow counts the hand-off);
+    - a failure whose lesson is about its own final answer (blame.blames_the_answer): "the
+      answer was refused; check it against every part of the request" is all it says to another
+      case.
+
+    Judged for the tasks they were served to (bench/datasets/judged_experiences.json), such items
+    served to another case were neutral or misleading nearly always: final-answer lessons 3
+    helpful, 62 neutral, 5 misleading over the three datasets."""
+    if polarity == "success":
+        made = {c["effect"] for c in calls if not c["errored"]}
+        return HAND_OFF in made and "write" not in made
+    return blame is not None and blames_the_answer(blame, request)
+
+
 def experience_draft(
     *,
     trace: TraceView,
@@ -136,6 +158,7 @@ def experience_draft(
     summary = template.scene_summary.strip() or scene_summary(trace.task, steps)
     request = scene_request(trace.task, steps)
     path = _path(trace, steps, labels)
+    calls = run_calls(trace, steps, labels)
     return ExperienceDraft(
         window=window,
         polarity=polarity,
@@ -152,7 +175,8 @@ def experience_draft(
         labels={str(s.index): labels[s.index] for s in steps if s.index in labels},
         replay=template.replay,
         blame=blame.as_json() if blame is not None else {},
-        calls=run_calls(trace, steps, labels),
+        calls=calls,
+        same_case_only=teaches_its_case_only(polarity, blame, calls, request_view),
     )
 
 

@@ -60,6 +60,7 @@ def experiences_store(
             replay=draft.replay,
             blame=draft.blame,
             calls=draft.calls,
+            same_case_only=draft.same_case_only,
             source=draft.source,
             success_count=1 if counts_as_success(trace.outcome) else 0,
             failure_count=1 if trace.outcome == "failure" else 0,

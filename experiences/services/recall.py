@@ -44,6 +44,7 @@ from experiences.services.recall_block import (
     ordered,
     prompt_block,
     same_case_of,
+    servable,
     served_items,
     with_cases,
 )
@@ -89,6 +90,7 @@ class Recalled:
     downvotes: int
     support_count: int
     family_id: int | None  # the task family it belongs to (episodes) or speaks for
+    same_case_only: bool  # served only as its own case's replay (Experience.same_case_only)
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> "Recalled":
@@ -466,7 +468,7 @@ def experience_recall(
     now = timezone.now()
     scored = candidates_scored(rows, query=query, now=now)
     vote = FamilyVote.of(scored, k=query.k)
-    items = served_items(scored, k=query.k, family_id=vote.asked)
+    items = served_items(servable(scored, query.task), k=query.k, family_id=vote.asked)
     warnings = (
         warnings_for_tools(project=project, tools=query.tools) if query.include_warnings else []
     )

@@ -26,6 +26,13 @@ different changes: update_reservation_flights (7 runs), no change (10 runs); fin
 one needs before you change anything"): the decision the agent has to make is named instead of
 made for it.
 
+**What is never served to another case.** An episode whose only change handed the case to a
+person (`Experience.same_case_only`) says how to hand over, not how to do the task: it is served
+as the replay of its own case and to no other query. Judged for the tasks it was served to on
+τ-bench, the hand-off recipe ("When you use transfer_to_human_agents, first …") was neutral at
+best and misleading where the task needed a change; its family's workflow says how many runs of
+the kind handed over.
+
 **The same case.** An item is the same case as the query when the query names one of the
 identifiers of the item's request (a user id, an order number: tokens with letters and digits,
 or underscored names; never a bare number or price) and asks a like thing (similarity at least
@@ -222,6 +229,18 @@ def family_ways(vote: FamilyVote) -> str:
         f"Successful runs of requests like this made different changes: {shown}; find out which "
         "this one needs before you change anything."
     )
+
+
+def servable(scored: list, query_task: str) -> list:
+    """The candidates that may be served to this query: all but the episodes that teach no way
+    to do another case (`same_case_only`, a success whose only change was a hand-off) unless
+    they are the query's own case (one more query, only when there are such candidates)."""
+    only = [item for item in scored if item.experience.same_case_only]
+    if not only:
+        return scored
+    cases = same_case_of(only, query_task)
+    dropped = {i.experience.id for i in only if not cases[i.experience.id].same_instance}
+    return [item for item in scored if item.experience.id not in dropped]
 
 
 def _is_family_workflow(item, family_id: int | None) -> bool:

@@ -71,6 +71,19 @@ def test_it_shows_which_step_the_lesson_blames_and_why(
     assert "verb that changes state" in body and "omar_rossi_1241" in body
 
 
+def test_it_says_when_an_episode_is_served_only_to_its_own_case(
+    client_for, reviewer, project, make_experience
+):
+    replay = 'The same case ran before (success): transfer_to_human_agents "K1NW8N".'
+    only = make_experience(project, replay=replay, same_case_only=True)
+    other = make_experience(project, replay=replay)
+
+    served_alone = "Served only when its own case comes again"
+    assert served_alone in client_for(reviewer).get(f"/experiences/{only.pk}/").content.decode()
+    body = client_for(reviewer).get(f"/experiences/{other.pk}/").content.decode()
+    assert "Replay of the same case" in body and served_alone not in body
+
+
 def test_near_neighbours_are_listed_with_their_similarity(
     client_for, reviewer, project, make_experience
 ):

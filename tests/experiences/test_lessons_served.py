@@ -100,6 +100,72 @@ def test_the_same_user_with_another_kind_of_request_is_a_new_case(post):
     assert "UM3OG5" not in answer["prompt_block"]
 
 
+def handed_over(external_id, user, reservation):
+    """An airline agent that read the reservation and passed the case to a human agent."""
+    steps = [
+        {"index": 0, "kind": "user_input",
+         "content": f"I am {user}. Please cancel reservation {reservation} and refund me."},
+        {"index": 1, "kind": "tool_call", "tool": "get_reservation_details",
+         "arguments": {"reservation_id": reservation}, "observation": RESERVATION % reservation},
+        {"index": 2, "kind": "tool_call", "tool": "transfer_to_human_agents",
+         "arguments": {"summary": f"{user} wants {reservation} cancelled"},
+         "observation": "Transfer successful"},
+    ]  # fmt: skip
+    return {"external_id": external_id, "agent": "airline-bot", "task": steps[0]["content"],
+            "environment": ["airline"], "outcome": "success", "steps": steps}  # fmt: skip
+
+
+def test_a_success_that_only_handed_over_is_served_to_its_own_case_alone(post):
+    reviewed(post, handed_over("hand-1", "omar_rossi_1241", "UM3OG5"))
+    (episode,) = Experience.objects.filter(kind="episode")
+    assert episode.same_case_only  # its only change was the hand-off
+    assert episode.advice.startswith("When you use transfer_to_human_agents, first ")
+
+    def recall(task):
+        return post("recall", {"task": task, "include_candidates": True})
+
+    same = recall("I am omar_rossi_1241. Please cancel reservation UM3OG5.")
+    (item,) = same["items"]
+    assert item["same_instance"] is True and "transfer_to_human_agents" in item["replay"]
+
+    other = recall("I am mia_li_3668. Please cancel reservation K1NW8N.")
+    assert other["items"] == [] and other["prompt_block"] == ""
+
+    # A run that changed something before it handed over is a strategy for other cases.
+    changed = handed_over("hand-2", "sara_doe_496", "ZFA04Y")
+    changed["steps"].insert(
+        2,
+        {"index": 5, "kind": "tool_call", "tool": "cancel_reservation",
+         "arguments": {"reservation_id": "ZFA04Y"}, "observation": RESERVATION % "ZFA04Y"},
+    )  # fmt: skip
+    reviewed(post, changed)
+    assert not Experience.objects.get(kind="episode", task__contains="ZFA04Y").same_case_only
+    other = recall("I am mia_li_3668. Please cancel reservation K1NW8N.")
+    assert [i["same_instance"] for i in other["items"]] == [False]
+
+
+def test_a_lesson_about_a_refused_answer_is_served_to_its_own_question_alone(post):
+    question = "In which city is the museum that Willem Sandberg directed?"
+    steps = [
+        {"index": 0, "kind": "user_input", "content": question},
+        {"index": 1, "kind": "tool_call", "tool": "Search", "arguments": {"entity": "Sandberg"},
+         "observation": "Willem Sandberg directed the Stedelijk Museum in Amsterdam."},
+        {"index": 2, "kind": "tool_call", "tool": "Finish", "arguments": {"answer": "Rotterdam"},
+         "observation": "Answer is INCORRECT"},
+    ]  # fmt: skip
+    reviewed(post, {"external_id": "qa-1", "agent": "react", "task": question,
+                    "outcome": "failure", "steps": steps})  # fmt: skip
+    (lesson,) = Experience.objects.filter(kind="episode")
+    assert lesson.blame["evidence"] == "the checker refused it" and lesson.same_case_only
+
+    def recall(task):
+        return post("recall", {"task": task, "include_candidates": True})
+
+    (item,) = recall(question)["items"]
+    assert item["same_instance"] is True and 'Finish "Rotterdam" was refused' in item["replay"]
+    assert recall("In which city is the museum that Rudi Fuchs directed?")["items"] == []
+
+
 def test_a_family_yields_a_workflow_and_an_insight_served_for_a_new_task(post):
     reviewed(post, change_flight("ok-1", "omar_rossi_1241", "UM3OG5"))
     reviewed(post, change_flight("ok-2", "sara_doe_496", "ZFA04Y"))

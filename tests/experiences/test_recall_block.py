@@ -20,7 +20,7 @@ def item(experience_id, score, *, kind="episode", family_id=None, same_case=Fals
     experience = Recalled(
         id=experience_id, advice=f"advice {experience_id}", polarity="success", kind=kind,
         status="approved", environment=[], tools=[], path=[], evidence_at=datetime.now(UTC),
-        upvotes=0, downvotes=0, support_count=1, family_id=family_id,
+        upvotes=0, downvotes=0, support_count=1, family_id=family_id, same_case_only=False,
     )  # fmt: skip
     return RecallItem(experience, score, {}, None, Case(same_instance=same_case))
 

@@ -135,6 +135,22 @@ def _outcome_words(request: ReviewRequest, after: StepView) -> str:
     return OUTCOME_ONLY[0] if request.trace.outcome == "failure" else OUTCOME_ONLY[1]
 
 
+def blames_the_answer(blame: Blame, request: ReviewRequest) -> bool:
+    """The lesson is about the run's own final answer: the checker refused it, the run ended on
+    it, or it is the commit the run ended on that nearly every run makes (a purchase). Its
+    literal value belongs to that one case: the lesson is to check what it rests on."""
+    if blame.evidence in (REFUSED, ENDED):
+        return True
+    step = blame.step
+    if blame.evidence != CHANGED:
+        return False
+    last_call = next((s for s in reversed(request.steps) if s.tool), None)
+    ended_on_it = step is last_call and not any(
+        s.kind == "user_input" for s in request.steps if s.index > step.index
+    )
+    return ended_on_it and (not step.tool or request.trace.call_effect(step).every_run is not False)
+
+
 def blame_of(request: ReviewRequest, labels: Mapping[int, str]) -> Blame | None:
     """The step a lesson forbids, by the rules of the module docstring (None: none)."""
     trace, steps = request.trace, request.steps

@@ -21,6 +21,7 @@ from traces.review.heuristic.blame import (
     REFUSED,
     Blame,
     blame_of,
+    blames_the_answer,
     errored,
 )
 from traces.review.heuristic.placeholders import (
@@ -121,16 +122,12 @@ def _lesson(
     if blame.evidence == ENDED:
         return _answered_lesson(request), pitfall
     where = f"When you use {step.tool}" if step.tool else "When you answer"
-    last_call = next((s for s in reversed(request.steps) if s.tool), None)
-    ended_on_it = step is last_call and not any(
-        s.kind == "user_input" for s in request.steps if s.index > step.index
-    )
     recovered = [s for s in necessary_calls if s.index > step.index]
     instead = path_pattern(recovered, sources, 3) if recovered else ""
     if instead == phrase:
         instead = ""  # the same call again is no alternative
     every_run = not step.tool or request.trace.call_effect(step).every_run is not False
-    if blame.evidence == REFUSED or (blame.evidence == CHANGED and ended_on_it and every_run):
+    if blames_the_answer(blame, request):
         # The final answer or purchase (refused, or the commit the run ended on, made in nearly
         # every run) is needed every time, and its literal value belongs to that one case: the
         # lesson is to check what it rests on, never "do not commit".
