@@ -1,7 +1,8 @@
 """Experience.same_case_only: an episode served only as its own case's replay. Existing
 episodes are marked from what they stored: a success whose only change was a hand-off, a
-failure whose blame is the answer the checker refused or the reply the run ended on (the third
-kind, a final commit nearly every run makes, needs the run: a relabel re-derives it)."""
+failure whose blame is the answer the checker refused or the reply the run ended on (the other
+kinds, a final commit nearly every run makes and a failed read-only call, need the run's tool
+effects: a relabel re-derives them)."""
 
 from django.db import migrations, models
 

@@ -99,8 +99,8 @@ class Experience(models.Model):
     calls = models.JSONField(default=list, blank=True)
     # An episode that teaches no way to do another case (experiences.services.distill_drafts:
     # teaches_its_case_only): a success whose only change handed the case to a person, or a
-    # failure whose lesson is about its own final answer. Recall serves it only as the replay of
-    # its own case (recall_block.servable).
+    # failure whose lesson is about its own values (its final answer, a look-up that found
+    # nothing). Recall serves it only as the replay of its own case (recall_block.servable).
     same_case_only = models.BooleanField(default=False)
     # The task family it belongs to (episodes) or speaks for (workflows, insights).
     family = models.ForeignKey(

@@ -14,7 +14,13 @@ from experiences.models import scene_text
 from experiences.scene import keywords_of
 from experiences.services.family_induction import HAND_OFF
 from experiences.services.patterns import argument_shape, error_signature
-from traces.review.heuristic.blame import Blame, blame_of, blames_the_answer, errored
+from traces.review.heuristic.blame import (
+    Blame,
+    blame_of,
+    blames_a_failed_look_up,
+    blames_the_answer,
+    errored,
+)
 from traces.review.heuristic.placeholders import Sources, call_pattern, is_aside
 from traces.review.scene import action_phrase, scene_request, scene_summary
 from traces.review.types import (
@@ -130,15 +136,19 @@ def teaches_its_case_only(
       not how to do the task (its family's workflow counts the hand-off);
     - a failure whose lesson is about its own final answer (blame.blames_the_answer): "the
       answer was refused; check it against every part of the request" is all it says to another
-      case.
+      case;
+    - a failure whose lesson is a look-up that failed on its case's values
+      (blame.blames_a_failed_look_up): "change its arguments" is all it says to another case.
 
     Judged for the tasks they were served to (bench/datasets/judged_experiences.json), such items
     served to another case were neutral or misleading nearly always: final-answer lessons 3
-    helpful, 62 neutral, 5 misleading over the three datasets."""
+    helpful, 62 neutral, 5 misleading over the three datasets; failed look-ups 22 neutral of 22."""
     if polarity == "success":
         made = {c["effect"] for c in calls if not c["errored"]}
         return HAND_OFF in made and "write" not in made
-    return blame is not None and blames_the_answer(blame, request)
+    return blame is not None and (
+        blames_the_answer(blame, request) or blames_a_failed_look_up(blame, request)
+    )
 
 
 def experience_draft(

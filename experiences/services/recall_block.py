@@ -26,12 +26,13 @@ different changes: update_reservation_flights (7 runs), no change (10 runs); fin
 one needs before you change anything"): the decision the agent has to make is named instead of
 made for it.
 
-**What is never served to another case.** An episode whose only change handed the case to a
-person (`Experience.same_case_only`) says how to hand over, not how to do the task: it is served
-as the replay of its own case and to no other query. Judged for the tasks it was served to on
-τ-bench, the hand-off recipe ("When you use transfer_to_human_agents, first …") was neutral at
-best and misleading where the task needed a change; its family's workflow says how many runs of
-the kind handed over.
+**What is never served to another case.** An episode that teaches no way to do another case
+(`Experience.same_case_only`, distill_drafts.teaches_its_case_only: a success whose only change
+handed the case to a person, a failure whose lesson is its own final answer or a look-up that
+found nothing on its values) is served as the replay of its own case and to no other query.
+Judged where they had been served to other cases, such items were neutral or misleading nearly
+always (the hand-off recipe "When you use transfer_to_human_agents, first …" misled where the
+task needed a change); the family's workflow says how many runs of the kind handed over.
 
 **The same case.** An item is the same case as the query when the query names one of the
 identifiers of the item's request (a user id, an order number: tokens with letters and digits,

@@ -166,6 +166,28 @@ def test_a_lesson_about_a_refused_answer_is_served_to_its_own_question_alone(pos
     assert recall("In which city is the museum that Rudi Fuchs directed?")["items"] == []
 
 
+def test_a_lesson_about_a_look_up_that_found_nothing_is_served_to_its_own_question_alone(post):
+    question = "Which river flows through the capital of the Sandberg province?"
+    steps = [
+        {"index": 0, "kind": "user_input", "content": question},
+        {"index": 1, "kind": "tool_call", "tool": "Search",
+         "arguments": {"entity": "Sandberg province"},
+         "observation": "Could not find [Sandberg province]."},
+        {"index": 2, "kind": "llm_reasoning", "content": "I could not find it."},
+    ]  # fmt: skip
+    reviewed(post, {"external_id": "qa-2", "agent": "react", "task": question,
+                    "outcome": "failure", "steps": steps})  # fmt: skip
+    (lesson,) = Experience.objects.filter(kind="episode")
+    assert lesson.blame["evidence"] == "it failed" and lesson.same_case_only
+
+    def recall(task):
+        return post("recall", {"task": task, "include_candidates": True})
+
+    (item,) = recall(question)["items"]
+    assert item["same_instance"] is True and "Sandberg province" in item["replay"]
+    assert recall("Which river flows through the capital of the Fuchs province?")["items"] == []
+
+
 def test_a_family_yields_a_workflow_and_an_insight_served_for_a_new_task(post):
     reviewed(post, change_flight("ok-1", "omar_rossi_1241", "UM3OG5"))
     reviewed(post, change_flight("ok-2", "sara_doe_496", "ZFA04Y"))

@@ -5,7 +5,7 @@ import pytest
 
 from tests.traces.review_builders import request_for, sv, tv
 from traces.review.heuristic import HeuristicReviewer
-from traces.review.heuristic.blame import blame_of
+from traces.review.heuristic.blame import blame_of, blames_a_failed_look_up, blames_the_answer
 from traces.review.heuristic.guard import lesson_checked, rule_breaks
 from traces.review.heuristic.placeholders import Sources, call_pattern
 from traces.review.tool_effects import (
@@ -272,8 +272,12 @@ def test_a_lesson_names_no_value_of_the_old_run_and_the_replay_keeps_them():
 
 
 def _ended_on(tool, runs, project_runs):
-    """A failed run that ends on `tool` after two used look-ups; the project has seen `tool` in
-    `runs` of `project_runs` runs."""
+    """The template of a failed run that ends on `tool` after two used look-ups; the project has
+    seen `tool` in `runs` of `project_runs` runs."""
+    return HeuristicReviewer().review(_ended_on_request(tool, runs, project_runs)).template
+
+
+def _ended_on_request(tool, runs, project_runs):
     steps = [
         said(0, "Hi, I am omar_rossi_1241 and I want to move my flight to May 25."),
         call(1, READ, {"user_id": "omar_rossi_1241"}, PROFILE),
@@ -284,7 +288,7 @@ def _ended_on(tool, runs, project_runs):
                      final_in_successes=0, project_runs=project_runs)  # fmt: skip
     effects = {tool: tool_effect(tool, behaviour=seen)}
     trace = tv(task=steps[0].content, outcome="failure", tool_effects=effects)
-    return HeuristicReviewer().review(request_for(trace, steps)).template
+    return request_for(trace, steps)
 
 
 def test_a_write_most_runs_never_make_is_warned_of_never_forbidden_by_the_outcome_alone():
@@ -308,6 +312,26 @@ def test_a_write_most_runs_never_make_is_warned_of_never_forbidden_by_the_outcom
         "check it against every part of the request before you submit_order."
     )
     assert "do not" not in template.experience
+
+
+def test_which_lessons_are_about_their_own_case_s_values():
+    # The commit nearly every run ends on (a purchase): its lesson is that case's answer.
+    purchase = _ended_on_request("submit_order", runs=19, project_runs=20)
+    blame = blame_of(purchase, {3: "misleading"})
+    assert blame.evidence == "a change the outcome contradicts"
+    assert blames_the_answer(blame, purchase) and not blames_a_failed_look_up(blame, purchase)
+    # A write most runs never make is a warning for other cases too.
+    hand_off = _ended_on_request("transfer_to_human_agents", runs=2, project_runs=20)
+    blame = blame_of(hand_off, {3: "misleading"})
+    assert not blames_the_answer(blame, hand_off)
+    # A look-up that failed on the case's values; a failed write is no such look-up.
+    for tool, expected in ((READ, True), (WRITE, False)):
+        failed = call(1, tool, {"user_id": "omar_rossi_1241"}, "Error: user not found")
+        steps = [said(0, "I am omar_rossi_1241."), failed]
+        request = request_for(tv(task=steps[0].content, outcome="failure"), steps)
+        blame = blame_of(request, {})
+        assert blame.evidence == "it failed"
+        assert blames_a_failed_look_up(blame, request) is expected, tool
 
 
 def test_text_the_agent_wrote_itself_is_never_replayed_as_a_literal():

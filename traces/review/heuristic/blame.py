@@ -135,6 +135,18 @@ def _outcome_words(request: ReviewRequest, after: StepView) -> str:
     return OUTCOME_ONLY[0] if request.trace.outcome == "failure" else OUTCOME_ONLY[1]
 
 
+def blames_a_failed_look_up(blame: Blame, request: ReviewRequest) -> bool:
+    """The lesson blames a read-only call that failed ("Search … can fail: it returned 'Could not
+    find …'"): its arguments were that case's (a name, an id), and "change them" is all it says
+    to another case; a tool's recurring errors are its warnings (experiences.services.warnings)."""
+    step = blame.step
+    return (
+        blame.evidence == FAILED
+        and bool(step.tool)
+        and request.trace.call_effect(step).read_only is True
+    )
+
+
 def blames_the_answer(blame: Blame, request: ReviewRequest) -> bool:
     """The lesson is about the run's own final answer: the checker refused it, the run ended on
     it, or it is the commit the run ended on that nearly every run makes (a purchase). Its
