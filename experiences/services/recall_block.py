@@ -234,8 +234,8 @@ def family_ways(vote: FamilyVote) -> str:
 
 def servable(scored: list, query_task: str) -> list:
     """The candidates that may be served to this query: all but the episodes that teach no way
-    to do another case (`same_case_only`, a success whose only change was a hand-off) unless
-    they are the query's own case (one more query, only when there are such candidates)."""
+    to do another case (`same_case_only`, see the module docstring) unless they are the query's
+    own case (one more query, only when there are such candidates)."""
     only = [item for item in scored if item.experience.same_case_only]
     if not only:
         return scored
