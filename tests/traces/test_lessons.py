@@ -387,3 +387,25 @@ def test_a_failed_run_s_replay_lists_every_change_it_made():
         'after its changes cancel_reservation "UM3OG5", cancel_reservation "K1NW8N": check each '
         "change against the request and the rules before you make it again."
     )
+
+
+def test_a_failed_search_whose_suggestion_the_run_searched_next_is_a_step_of_the_way():
+    question = "What is the mascot of the oldest private university in Georgia?"
+    steps = [
+        said(0, question),
+        call(1, "Search", {"query": "oldest private university in Georgia"},
+             "Could not find [oldest private university in Georgia]. Similar: ['Mercer "
+             "University', 'Emory University'].", is_error=True),
+        reply(2, "Mercer University is the oldest; I will search it."),
+        call(3, "Search", {"query": "Mercer University"},
+             "Mercer University is a private research university in Macon, Georgia. Its "
+             "athletic teams are the Mercer Bears."),
+        call(4, "Finish", {"answer": "Bears"}, "Answer is CORRECT"),
+    ]  # fmt: skip
+    template = HeuristicReviewer().review(request_for(tv(task=question), steps)).template
+    # Without the failed search, the second one's query would come from a call never named.
+    assert template.experience.startswith(
+        "When you use Finish, first Search <query from the request>, then Search <query from "
+        "Search>; call it with <answer from Search>."
+    ), template.experience
+    assert "can fail" in template.experience

@@ -59,6 +59,19 @@ class Sources:
         )
         return cls(request="\n".join(users).lower(), outputs=outputs, constants=constants)
 
+    def holder(self, value: str, before: int) -> int | None:
+        """The index of the last call before `before` whose result held the value, when the
+        value came from a result (not from the request, nor a constant)."""
+        lower = " ".join(value.split()).lower()
+        if len(lower) < _WHOLE_VALUE_MIN or lower in self.constants:
+            return None
+        if _in_text(lower, self.request):
+            return None
+        holding = [
+            index for index, _, output in self.outputs if index < before and _in_text(lower, output)
+        ]
+        return holding[-1] if holding else None
+
     def origin(self, value: str, before: int) -> str | None:
         """'the request', a tool's name (its result held it), CONSTANT (a value the project's
         runs all commit with), or None (from nowhere the run shows)."""
@@ -69,13 +82,9 @@ class Sources:
             return CONSTANT
         if _in_text(lower, self.request):
             return "the request"
-        holding = [
-            tool
-            for index, tool, output in self.outputs
-            if index < before and _in_text(lower, output)
-        ]
-        if holding:
-            return holding[-1]
+        holder = self.holder(value, before)
+        if holder is not None:
+            return next(tool for index, tool, _ in self.outputs if index == holder)
         words = content_words(lower)
         if len(lower.split()) < 3:  # a path, a name: not a query written from the request
             return None

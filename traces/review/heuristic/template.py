@@ -34,6 +34,7 @@ from traces.review.heuristic.placeholders import (
     when_you_use,
 )
 from traces.review.heuristic.signals import error_text
+from traces.review.heuristic.values import argument_values
 from traces.review.scene import action_phrase, cut_at_word, first_sentence, scene_summary
 from traces.review.types import (
     ReviewRequest,
@@ -82,6 +83,24 @@ def _strategy(calls: list[StepView], request: ReviewRequest, sources: Sources) -
         ),
         path_pattern(after, sources, 1) if after else "",
     )
+
+
+def _fed_look_ups(
+    failed: list[StepView], necessary: list[StepView], request: ReviewRequest, sources: Sources
+) -> list[StepView]:
+    """Look-ups that failed but whose result a later necessary call used (a search that found
+    nothing but listed the title the run searched next): steps of the way, without which the
+    strategy's next call would take its value from a call it never names."""
+    candidates = {
+        s.index: s for s in failed if s.tool and request.trace.call_effect(s).is_read_only
+    }
+    fed = {
+        holder
+        for step in necessary
+        for value in argument_values(step)
+        if (holder := sources.holder(value, step.index)) in candidates
+    }
+    return [candidates[index] for index in sorted(fed)]
 
 
 def _blamed_phrase(blame: Blame, sources: Sources) -> str:
@@ -262,7 +281,11 @@ def build_template(request: ReviewRequest, labels: Mapping[int, StepJudgement]) 
     sources = Sources.of(request.trace.task, steps, request.trace)
     calls = [s for s in steps if s.tool]
     strategy = path_pattern(necessary_calls, sources) if necessary_calls else ""
-    when_strategy = _strategy(necessary_calls, request, sources) if necessary_calls else ""
+    way = sorted(
+        necessary_calls + _fed_look_ups(by_label["failed"], necessary_calls, request, sources),
+        key=lambda s: s.index,
+    )
+    when_strategy = _strategy(way, request, sources) if necessary_calls else ""
     blame = blame_of(request, {i: j.label for i, j in labels.items()})
     pitfall = ""
     if blame is not None:
