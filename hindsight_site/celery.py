@@ -2,7 +2,7 @@ import logging
 import os
 
 from celery import Celery
-from celery.signals import worker_ready
+from celery.signals import task_postrun, task_prerun, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hindsight_site.settings")
 
@@ -30,3 +30,17 @@ def _reclaim_orphaned_reviews(sender, **kwargs) -> None:
         trace_reclaim_orphans(worker=sender.hostname)
     except Exception:  # noqa: BLE001 - the database may still be starting: the sweep covers it
         logging.getLogger(__name__).warning("could not reclaim orphaned reviews", exc_info=True)
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _close_old_connections(sender=None, **kwargs) -> None:
+    """Each task in a worker as a request: a connection past CONN_MAX_AGE or left unusable (the
+    database restarted, an error) is closed, the others kept (CELERY_DB_REUSE_MAX stops the
+    fixup from closing them all around every task). A task applied in this process (`apply()`,
+    inside the caller's transaction) leaves the caller's connection alone, as the fixup does."""
+    from django.db import close_old_connections
+
+    if sender is not None and getattr(sender.request, "is_eager", False):
+        return
+    close_old_connections()

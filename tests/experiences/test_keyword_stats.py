@@ -86,3 +86,22 @@ def test_enough_new_experiences_are_analyzed_and_copied(project):
 def test_beat_refreshes_the_copy_every_minute(settings):
     entry = settings.CELERY_BEAT_SCHEDULE["refresh-keyword-stats"]
     assert entry["task"] == refresh_keyword_stats.name and entry["schedule"] == 60
+
+
+def flush_change_counts() -> None:
+    with connection.cursor() as cursor:  # report the counts now, not within the second
+        cursor.execute("SELECT pg_stat_force_next_flush()")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_refresh_that_analyzed_does_not_analyze_again_for_one_more_experience(project):
+    # An ANALYZE of the search column alone left the change count as it was: past the
+    # threshold, every review after it analyzed the table again.
+    library(project, 30, "refund the cancelled flight of reservation QX{n:02d}RB")
+    flush_change_counts()
+    assert keyword_stats_refresh() is True
+
+    make_experience(project, summary="rebook the passenger on the next train")
+    flush_change_counts()
+
+    assert keyword_stats_refresh() is False

@@ -201,3 +201,37 @@ def test_a_review_held_by_a_worker_that_is_gone_is_taken_back_by_the_sweep(proje
     wait_until(lambda: status_of(held["ghost@a-host-that-is-gone"]) == "reviewed", timeout=30)
     # The live worker's review is its own business (an LLM call may take minutes).
     assert status_of(held[alive]) == "reviewing"
+
+
+def worker_sessions(application_name: str) -> set:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT backend_start FROM pg_stat_activity WHERE application_name = %s",
+            [application_name],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+def test_the_worker_keeps_its_database_session_from_one_task_to_the_next(
+    live_server, pipeline_key, transactional_db, tmp_path
+):
+    # Celery's Django fixup closed every connection around every task: each review, dedup and
+    # induction opened a new PostgreSQL session, a fifth of a worker's time under load.
+    worker = WorkerProcess(tmp_path / "worker.log", {"PGAPPNAME": "kept-worker"})
+    try:
+        first = post_json(
+            f"{live_server.url}/api/v1/traces", pipeline_key, seed_000_body("kept-1")
+        )["id"]
+        wait_until(lambda: status_of(first) == "reviewed", timeout=30)
+        sessions = wait_until(lambda: worker_sessions("kept-worker"))
+
+        second = post_json(
+            f"{live_server.url}/api/v1/traces", pipeline_key, seed_000_body("kept-2")
+        )["id"]
+        wait_until(lambda: status_of(second) == "reviewed", timeout=30)
+
+        assert sessions <= worker_sessions("kept-worker")
+    finally:
+        worker.stop()
