@@ -44,11 +44,21 @@ def experiences_contrast(experience: Experience, *, limit: int = 2) -> list[Expe
         .exclude(status__in=Experience.INACTIVE_STATUSES)
         .order_by("-id")[:limit]
     )
+    if not others:
+        return []
+    # Each side's source traces, in one query: its first is the run it speaks for.
+    traces: dict[int, list[int]] = {}
+    for experience_id, trace_id in (
+        ExperienceSource.objects.filter(experience_id__in=[experience.pk, *(o.pk for o in others)])
+        .order_by("experience_id", "id")
+        .values_list("experience_id", "trace_id")
+    ):
+        traces.setdefault(experience_id, []).append(trace_id)
     changed = []
     for other in others:
         for target, lesson_from in ((experience, other), (other, experience)):
-            source_traces = list(lesson_from.sources.values_list("trace_id", flat=True)[:1])
-            if not source_traces or target.sources.filter(trace_id=source_traces[0]).exists():
+            source = next(iter(traces.get(lesson_from.pk, ())), None)
+            if source is None or source in traces.setdefault(target.pk, []):
                 continue
             clause = _contrast_clause(target, lesson_from)
             if not clause or clause.strip() in target.advice:
@@ -56,7 +66,8 @@ def experiences_contrast(experience: Experience, *, limit: int = 2) -> list[Expe
             target.advice = f"{target.advice}{clause}"
             target.version += 1
             target.save(update_fields=["advice", "version", "updated_at"])
-            ExperienceSource.objects.create(experience=target, trace_id=source_traces[0])
+            ExperienceSource.objects.create(experience=target, trace_id=source)
+            traces[target.pk].append(source)
             version_record(
                 target, reason=f"contrasted with experience {lesson_from.pk} of the same task"
             )

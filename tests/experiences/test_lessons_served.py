@@ -348,3 +348,31 @@ def test_a_run_that_stopped_short_teaches_its_task_s_success_to_finish_not_to_av
         "failed that way)."
     ), advice
     assert "end with a reply" not in advice
+
+
+def test_a_success_and_a_failure_of_the_same_task_each_learn_from_the_other_once(post):
+    success = reviewed(post, change_flight("ok-1", "omar_rossi_1241", "UM3OG5"))
+    failure = reviewed(
+        post,
+        change_flight("bad-1", "omar_rossi_1241", "UM3OG5", outcome="failure", read_first=False),
+    )
+    won = Experience.objects.get(kind="episode", polarity="success")
+    lost = Experience.objects.get(kind="episode", polarity="failure")
+    assert won.advice.endswith("(an earlier run of this task failed that way)."), won.advice
+    assert " Instead, " in lost.advice
+    assert lost.advice.endswith("(that worked in another run of this task)."), lost.advice
+    # Each side's provenance holds the other run, and its history says why it changed.
+    assert set(won.sources.values_list("trace_id", flat=True)) == {success.pk, failure.pk}
+    assert set(lost.sources.values_list("trace_id", flat=True)) == {success.pk, failure.pk}
+    for experience, other in ((won, lost), (lost, won)):
+        newest = experience.versions.order_by("-version").first()
+        assert (newest.version, newest.reason) == (
+            2, f"contrasted with experience {other.pk} of the same task"
+        )
+    # The same lesson again adds nothing to the success.
+    reviewed(
+        post,
+        change_flight("bad-2", "omar_rossi_1241", "UM3OG5", outcome="failure", read_first=False),
+    )
+    won.refresh_from_db()
+    assert won.advice.count("(an earlier run of this task failed that way)") == 1
