@@ -367,7 +367,8 @@ def test_a_success_and_a_failure_of_the_same_task_each_learn_from_the_other_once
     for experience, other in ((won, lost), (lost, won)):
         newest = experience.versions.order_by("-version").first()
         assert (newest.version, newest.reason) == (
-            2, f"contrasted with experience {other.pk} of the same task"
+            2,
+            f"contrasted with experience {other.pk} of the same task",
         )
     # The same lesson again adds nothing to the success.
     reviewed(
