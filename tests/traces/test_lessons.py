@@ -409,3 +409,18 @@ def test_a_failed_search_whose_suggestion_the_run_searched_next_is_a_step_of_the
         "Search>; call it with <answer from Search>."
     ), template.experience
     assert "can fail" in template.experience
+
+
+def test_a_success_s_call_that_failed_then_worked_later_is_no_pitfall():
+    request_text = "i want a red bath towel, and price lower than 30.00 dollars"
+    steps = [
+        said(0, request_text),
+        call(1, "search", {"query": "red bath towel"}, "[B01] Red Bath Towel $12.99"),
+        call(2, "click", {"target": "Buy Now"}, "Invalid action!", is_error=True),
+        call(3, "click", {"target": "B01"}, "Red Bath Towel. Price: $12.99. [Buy Now]"),
+        call(4, "click", {"target": "Buy Now"}, "Thank you for shopping with us!"),
+    ]
+    template = HeuristicReviewer().review(request_for(tv(task=request_text), steps)).template
+    # "Buy Now" before a product was open failed; the purchase itself is what the task needs.
+    assert "Do not" not in template.experience and "do not" not in template.experience
+    assert template.experience.startswith("When you use click, first search ")

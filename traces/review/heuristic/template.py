@@ -103,6 +103,17 @@ def _fed_look_ups(
     return [candidates[index] for index in sorted(fed)]
 
 
+def _made_again(failed: StepView, steps: list[StepView]) -> bool:
+    """The run made the same call (tool and arguments) again later, and that time it worked."""
+    return any(
+        s.index > failed.index
+        and s.tool == failed.tool
+        and s.arguments == failed.arguments
+        and not errored(s)
+        for s in steps
+    )
+
+
 def _blamed_phrase(blame: Blame, sources: Sources) -> str:
     step = blame.step
     if step.tool:
@@ -308,6 +319,11 @@ def build_template(request: ReviewRequest, labels: Mapping[int, StepJudgement]) 
                     f"{when_strategy}. Check {phrase} against every part of the request first: "
                     f"{blame.consequence}."
                 )
+            elif blame.evidence == FAILED and _made_again(blame.step, steps):
+                # The same call worked later in the run: it failed for when it was made, not
+                # for what it was ("Buy Now" before a product was open); the strategy's order
+                # is the lesson, and "do not" would forbid the purchase itself.
+                advice = f"{when_strategy}."
             elif blame.evidence == FAILED and request.trace.call_effect(blame.step).is_read_only:
                 # A look-up that failed on the way: looking up is still right.
                 phrase = _blamed_phrase(blame, sources)
