@@ -44,7 +44,7 @@ def experiences_store(
     created = []
     for draft in drafts:
         review = by_window.get((draft.window.kind, draft.window.start, draft.window.end))
-        experience = Experience.objects.create(
+        experience = Experience(
             project_id=trace.project_id,
             **_scene(trace),
             task=trace.task,
@@ -67,6 +67,10 @@ def experiences_store(
             embedding=draft.embedding,
             embedding_model=model_name,
         )
+        # Its family before it is stored: one INSERT, not an INSERT and an UPDATE (each new
+        # row version of an experience is also a new entry in every index, the HNSW one too).
+        family_join(experience)
+        experience.save()
         ExperienceSource.objects.create(
             experience=experience,
             trace=trace,
@@ -77,7 +81,6 @@ def experiences_store(
         version_record(
             experience, reason=f"distilled from the {draft.window.kind} review of trace {trace.pk}"
         )
-        family_join(experience)
         created.append(experience)
     changed = [other for experience in created for other in experiences_contrast(experience)]
     return created + [e for e in changed if e not in created]

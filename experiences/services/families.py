@@ -57,7 +57,7 @@ def _mean(old: list[float], size: int, new: list[float]) -> list[float]:
 def family_join(experience: Experience) -> TaskFamily | None:
     """Put a new episode in its family (inside the caller's transaction); None without a vector.
     The family row stays locked until the caller commits: its centroid and size are updated in
-    place."""
+    place. An episode not stored yet is stored by the caller, its family set."""
     if experience.embedding is None or experience.kind != Experience.Kind.EPISODE:
         return None
     vector = _floats(experience.embedding)
@@ -81,7 +81,8 @@ def family_join(experience: Experience) -> TaskFamily | None:
     family.example_request = family.example_request or experience.request or experience.summary
     family.save()
     experience.family = family
-    experience.save(update_fields=["family", "updated_at"])
+    if experience.pk is not None:
+        experience.save(update_fields=["family", "updated_at"])
     tasks_publish_on_commit(INDUCE_TASK, [(family.pk,)])
     return family
 
