@@ -8,11 +8,11 @@ most experiences hold. The frequencies are PostgreSQL's own statistics of
 Autovacuum refreshes the statistics only after 10 % of the table changed and its next nap; a new
 library would be ranked without them for minutes. So the worker refreshes them itself after
 distilling (checking at most every AFTER_REVIEW_EVERY seconds per process), when a tenth of the
-rows (at least 20) changed since the last analyze (an ANALYZE of
-the table in autovacuum's stead, sampled, ~100 ms at 2,000 experiences), and beat calls the same
-refresh every minute, so the copy also follows autovacuum's analyses and libraries changed by
-imports or merges: two catalog reads each time (up to a thousand words), the copy rewritten only
-when the statistics changed. One worker at a time.
+rows (at least 20) changed since the last analyze (an ANALYZE of the table in autovacuum's
+stead, sampled, ~100 ms at 2,000 experiences), and beat calls the same refresh every minute, so
+the copy also follows autovacuum's analyses and libraries changed by imports or merges: two
+catalog reads each time (up to a thousand words), the copy rewritten only when the statistics
+changed. One worker at a time.
 """
 
 import logging
