@@ -4,6 +4,7 @@ The traces app publishes these tasks by name (traces.services.review_queue).
 """
 
 import logging
+from functools import partial
 
 from celery import Task, shared_task
 from django.conf import settings
@@ -12,7 +13,7 @@ from django.db import IntegrityError, InterfaceError, OperationalError, transact
 from core.publish import tasks_publish, tasks_publish_on_commit
 from experiences.services import distill
 from experiences.services.dedup import DEDUP_TASK
-from experiences.services.keyword_stats import keyword_stats_after_review
+from experiences.services.keyword_stats import keyword_stats_refresh
 from experiences.services.rederive_matured import traces_to_rederive
 from traces.review import service as review
 from traces.review.llm import RETRYABLE
@@ -68,7 +69,7 @@ def review_trace(self, trace_id: int) -> str:
                 )
                 dedup_on_commit([e.pk for e in experiences])
                 if experiences:
-                    transaction.on_commit(keyword_stats_after_review, robust=True)
+                    transaction.on_commit(partial(keyword_stats_refresh, follow=False), robust=True)
     except IntegrityError:
         if not review.review_applied_before(trace_id=trace_id):
             raise  # not another delivery's doing: the task fails, and the trace says why

@@ -7,16 +7,16 @@ most experiences hold. The frequencies are PostgreSQL's own statistics of
 
 Autovacuum refreshes the statistics only after 10 % of the table changed and its next nap; a new
 library would be ranked without them for minutes. So the worker refreshes them itself after
-distilling (checking at most every AFTER_REVIEW_EVERY seconds per process), when a tenth of the
-rows (at least 20) changed since the last analyze (an ANALYZE of the table in autovacuum's
-stead, sampled, ~100 ms at 2,000 experiences), and beat calls the same refresh every minute, so
-the copy also follows autovacuum's analyses and libraries changed by imports or merges: two
-catalog reads each time (up to a thousand words), the copy rewritten only when the statistics
-changed. One worker at a time.
+distilling, when a tenth of the rows (at least 20) changed since the last analyze (an ANALYZE of
+the table in autovacuum's stead, sampled, ~100 ms at 2,000 experiences), and beat calls the same
+refresh every minute, so the copy also follows autovacuum's analyses and libraries changed by
+imports or merges: two catalog reads each time (up to a thousand words), the copy rewritten only
+when the statistics changed. One worker at a time. (Checking only every few seconds saved 3 ms a
+review under load, but left the last reviews of a burst unanalyzed until beat's minute, and
+recall ranked unseen τ-bench tasks differently in the meantime: not kept.)
 """
 
 import logging
-import time
 
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
@@ -26,8 +26,6 @@ from experiences.models import KeywordFrequency
 logger = logging.getLogger(__name__)
 
 _LOCK = 0x68736B77  # pg_try_advisory_lock key: one refresh at a time across workers
-AFTER_REVIEW_EVERY = 2.0  # seconds between one worker process's checks after its reviews
-_after_review_checked = float("-inf")  # when this process last checked (time.monotonic)
 
 # The table's change count and size, as of the last statistics PostgreSQL's backends reported.
 _STATE_SQL = """
@@ -90,16 +88,3 @@ def keyword_stats_refresh(*, force: bool = False, follow: bool = True) -> bool:
         logger.warning("keyword statistics not refreshed", exc_info=True)
         return False
     return analyze
-
-
-def keyword_stats_after_review() -> bool:
-    """The worker's check after a review: `keyword_stats_refresh(follow=False)` at most once
-    every AFTER_REVIEW_EVERY seconds per process. A check is four statements (3 ms of a 60 ms
-    review under load); a library that changed meanwhile is seen at the next check, or by beat's
-    minute."""
-    global _after_review_checked
-    now = time.monotonic()
-    if now - _after_review_checked < AFTER_REVIEW_EVERY:
-        return False
-    _after_review_checked = now
-    return keyword_stats_refresh(follow=False)

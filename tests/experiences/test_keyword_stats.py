@@ -2,7 +2,6 @@
 
 import pytest
 from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from experiences.models import KeywordFrequency
 from experiences.services.keyword_stats import keyword_stats_refresh
@@ -106,23 +105,3 @@ def test_a_refresh_that_analyzed_does_not_analyze_again_for_one_more_experience(
     flush_change_counts()
 
     assert keyword_stats_refresh() is False
-
-
-@pytest.mark.django_db(transaction=True)
-def test_the_worker_checks_after_its_reviews_at_most_once_in_a_while(project, monkeypatch):
-    from experiences.services import keyword_stats
-
-    library(project, 30, "refund the cancelled flight of reservation QX{n:02d}RB")
-    flush_change_counts()
-    monkeypatch.setattr(keyword_stats, "_after_review_checked", float("-inf"))
-    assert keyword_stats.keyword_stats_after_review() is True  # 30 new rows: analyzed
-    assert copied() == pytest.approx(pg_stats_frequencies())
-
-    library(project, 30, "rebook the passenger {n} on the next train")  # half the library
-    flush_change_counts()
-    with CaptureQueriesContext(connection) as queries:
-        assert keyword_stats.keyword_stats_after_review() is False
-    assert len(queries) == 0  # it checked a moment ago: not even the counts are read
-    monkeypatch.setattr(keyword_stats, "AFTER_REVIEW_EVERY", 0.0)
-    assert keyword_stats.keyword_stats_after_review() is True  # the next check sees them
-    assert copied()["rebook"] == pytest.approx(0.5)
