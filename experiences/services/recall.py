@@ -468,7 +468,8 @@ def experience_recall(
     now = timezone.now()
     scored = candidates_scored(rows, query=query, now=now)
     vote = FamilyVote.of(scored, k=query.k)
-    items = served_items(servable(scored, query.task), k=query.k, family_id=vote.asked)
+    servable_items, known = servable(scored, query.task)
+    items = served_items(servable_items, k=query.k, family_id=vote.asked)
     warnings = (
         warnings_for_tools(project=project, tools=query.tools) if query.include_warnings else []
     )
@@ -480,7 +481,7 @@ def experience_recall(
         now=now,
         latency_ms=round((time.perf_counter() - started) * 1000, 2),
     )
-    cases = same_case_of(items, query.task)
+    cases = same_case_of(items, query.task, known)
     # The asked family's workflow goes first only when the vote is clear; a split vote is said.
     items = ordered(
         with_cases(items, cases),

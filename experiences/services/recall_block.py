@@ -80,11 +80,13 @@ def _identifiers(text: str) -> set[str]:
     }
 
 
-def same_case_of(items, query_task: str) -> dict[int, Case]:
-    """Each item's Case (one query for the k returned items' request and replay)."""
-    if not items:
-        return {}
-    ids = [item.experience.id for item in items]
+def same_case_of(items, query_task: str, known: dict[int, Case] | None = None) -> dict[int, Case]:
+    """Each item's Case (one query for the k returned items' request and replay; the `known`
+    ones are not read again)."""
+    known = known or {}
+    ids = [item.experience.id for item in items if item.experience.id not in known]
+    if not ids:
+        return {item.experience.id: known[item.experience.id] for item in items}
     with connections[router.db_for_read(Experience, replica=True)].cursor() as cursor:
         # Each item's request and replay, and the external ids of its first source runs.
         cursor.execute(
@@ -98,6 +100,9 @@ def same_case_of(items, query_task: str) -> dict[int, Case]:
     asked = _identifiers(query_task)
     cases = {}
     for item in items:
+        if item.experience.id in known:
+            cases[item.experience.id] = known[item.experience.id]
+            continue
         request, summary, replay, sources = rows.get(item.experience.id, ("", "", "", []))
         similarity = item.score_parts.get("similarity", 0.0)
         same = (
@@ -232,16 +237,17 @@ def family_ways(vote: FamilyVote) -> str:
     )
 
 
-def servable(scored: list, query_task: str) -> list:
+def servable(scored: list, query_task: str) -> tuple[list, dict[int, Case]]:
     """The candidates that may be served to this query: all but the episodes that teach no way
     to do another case (`same_case_only`, see the module docstring) unless they are the query's
-    own case (one more query, only when there are such candidates)."""
+    own case (one more query, only when there are such candidates); and the Cases it read, for
+    `same_case_of` not to read them again."""
     only = [item for item in scored if item.experience.same_case_only]
     if not only:
-        return scored
+        return scored, {}
     cases = same_case_of(only, query_task)
     dropped = {i.experience.id for i in only if not cases[i.experience.id].same_instance}
-    return [item for item in scored if item.experience.id not in dropped]
+    return [item for item in scored if item.experience.id not in dropped], cases
 
 
 def _is_family_workflow(item, family_id: int | None) -> bool:

@@ -58,6 +58,24 @@ def post(api_for, project, make_key):
     return send
 
 
+@pytest.fixture
+def recall(post):
+    def ask(task):
+        return post("recall", {"task": task, "include_candidates": True})
+
+    return ask
+
+
+def failed_question(post, external_id: str, question: str, steps: list[dict]) -> Experience:
+    """A question-answering run that failed, reviewed; its one episode."""
+    body = {"external_id": external_id, "agent": "react", "task": question,
+            "outcome": "failure", "steps": [{"index": 0, "kind": "user_input",
+                                             "content": question}, *steps]}  # fmt: skip
+    reviewed(post, body)
+    (lesson,) = Experience.objects.filter(kind="episode")
+    return lesson
+
+
 def reviewed(post, body) -> Trace:
     trace_id = post("traces", body)["id"]
     assert review_trace(trace_id) == "reviewed"
@@ -115,14 +133,11 @@ def handed_over(external_id, user, reservation):
             "environment": ["airline"], "outcome": "success", "steps": steps}  # fmt: skip
 
 
-def test_a_success_that_only_handed_over_is_served_to_its_own_case_alone(post):
+def test_a_success_that_only_handed_over_is_served_to_its_own_case_alone(post, recall):
     reviewed(post, handed_over("hand-1", "omar_rossi_1241", "UM3OG5"))
     (episode,) = Experience.objects.filter(kind="episode")
     assert episode.same_case_only  # its only change was the hand-off
     assert episode.advice.startswith("When you use transfer_to_human_agents, first ")
-
-    def recall(task):
-        return post("recall", {"task": task, "include_candidates": True})
 
     same = recall("I am omar_rossi_1241. Please cancel reservation UM3OG5.")
     (item,) = same["items"]
@@ -144,44 +159,32 @@ def test_a_success_that_only_handed_over_is_served_to_its_own_case_alone(post):
     assert [i["same_instance"] for i in other["items"]] == [False]
 
 
-def test_a_lesson_about_a_refused_answer_is_served_to_its_own_question_alone(post):
+def test_a_lesson_about_a_refused_answer_is_served_to_its_own_question_alone(post, recall):
     question = "In which city is the museum that Willem Sandberg directed?"
-    steps = [
-        {"index": 0, "kind": "user_input", "content": question},
+    lesson = failed_question(post, "qa-1", question, [
         {"index": 1, "kind": "tool_call", "tool": "Search", "arguments": {"entity": "Sandberg"},
          "observation": "Willem Sandberg directed the Stedelijk Museum in Amsterdam."},
         {"index": 2, "kind": "tool_call", "tool": "Finish", "arguments": {"answer": "Rotterdam"},
          "observation": "Answer is INCORRECT"},
-    ]  # fmt: skip
-    reviewed(post, {"external_id": "qa-1", "agent": "react", "task": question,
-                    "outcome": "failure", "steps": steps})  # fmt: skip
-    (lesson,) = Experience.objects.filter(kind="episode")
+    ])  # fmt: skip
     assert lesson.blame["evidence"] == "the checker refused it" and lesson.same_case_only
-
-    def recall(task):
-        return post("recall", {"task": task, "include_candidates": True})
 
     (item,) = recall(question)["items"]
     assert item["same_instance"] is True and 'Finish "Rotterdam" was refused' in item["replay"]
     assert recall("In which city is the museum that Rudi Fuchs directed?")["items"] == []
 
 
-def test_a_lesson_about_a_look_up_that_found_nothing_is_served_to_its_own_question_alone(post):
+def test_a_lesson_about_a_look_up_that_found_nothing_is_served_to_its_own_question_alone(
+    post, recall
+):
     question = "Which river flows through the capital of the Sandberg province?"
-    steps = [
-        {"index": 0, "kind": "user_input", "content": question},
+    lesson = failed_question(post, "qa-2", question, [
         {"index": 1, "kind": "tool_call", "tool": "Search",
          "arguments": {"entity": "Sandberg province"},
          "observation": "Could not find [Sandberg province]."},
         {"index": 2, "kind": "llm_reasoning", "content": "I could not find it."},
-    ]  # fmt: skip
-    reviewed(post, {"external_id": "qa-2", "agent": "react", "task": question,
-                    "outcome": "failure", "steps": steps})  # fmt: skip
-    (lesson,) = Experience.objects.filter(kind="episode")
+    ])  # fmt: skip
     assert lesson.blame["evidence"] == "it failed" and lesson.same_case_only
-
-    def recall(task):
-        return post("recall", {"task": task, "include_candidates": True})
 
     (item,) = recall(question)["items"]
     assert item["same_instance"] is True and "Sandberg province" in item["replay"]

@@ -67,8 +67,15 @@ class Sources:
             return None
         if _in_text(lower, self.request):
             return None
+        holding = self._holding(lower, before)
+        return holding[0] if holding else None
+
+    def _holding(self, lower: str, before: int) -> tuple[int, str] | None:
+        """(index, tool) of the last call before `before` whose result holds the value."""
         holding = [
-            index for index, _, output in self.outputs if index < before and _in_text(lower, output)
+            (index, tool)
+            for index, tool, output in self.outputs
+            if index < before and _in_text(lower, output)
         ]
         return holding[-1] if holding else None
 
@@ -82,9 +89,9 @@ class Sources:
             return CONSTANT
         if _in_text(lower, self.request):
             return "the request"
-        holder = self.holder(value, before)
-        if holder is not None:
-            return next(tool for index, tool, _ in self.outputs if index == holder)
+        holding = self._holding(lower, before)
+        if holding:
+            return holding[1]
         words = content_words(lower)
         if len(lower.split()) < 3:  # a path, a name: not a query written from the request
             return None
