@@ -34,6 +34,7 @@ from statistics import median
 from typing import Any
 
 from bench.datasets import Run
+from bench.judged import served_text
 
 _DO_NOT = re.compile(r"\b(?:do not|don't|never|avoid)\s+(.+?)(?=\.\s|\.$|;\s|$)", re.I)
 _FAILED_WORDS = re.compile(
@@ -141,13 +142,19 @@ def forbidden_calls(advice: str, tools: set[str]) -> list[tuple[str, str, str]]:
 
 
 _CHECK_BEFORE = re.compile(r"\bbefore you ([\w-]+(?:\.[\w-]+)*)", re.I)  # "fs.read", no full stop
+# A failed run's replay: "…; after X <what happened>; its changes were X, Y: check each change
+# against the request and the rules …" names the changes to check, not to make.
+_CHECK_CHANGES = re.compile(
+    r"(?:; after [^;]*)?;[^;]*: check (?:each|that) change against the request[^;.]*", re.I
+)
 
 
 def warned_tools(advice: str, tools: set[str]) -> set[str]:
-    """The tools an item warns of: forbidden ("do not X …") or to be checked first ("check it
-    … before you X")."""
+    """The tools an item warns of: forbidden ("do not X …"), to be checked first ("check it
+    … before you X"), or changes a failed run made, to be checked ("check each change …")."""
     found = {tool for tool, _, _ in forbidden_calls(advice, tools)}
-    return found | {t for t in _CHECK_BEFORE.findall(advice) if t in tools}
+    checked = {w for c in _CHECK_CHANGES.findall(advice) for w in re.findall(r"[\w.-]+", c)}
+    return found | (checked & tools) | {t for t in _CHECK_BEFORE.findall(advice) if t in tools}
 
 
 def lesson_figures(
@@ -159,19 +166,16 @@ def lesson_figures(
     tools = tools_of(dataset, history)
     writes = writes_of(dataset, history + probes)
     constants = constant_values(history)
-    served: dict[int, dict] = {}
-    for answer in answers:
-        for item in answer["items"]:
-            served.setdefault(item["experience_id"], item)
+    served = {served_text(item) for answer in answers for item in answer["items"]}
 
     instructions = read_only_forbidden = 0
     junk = 0
-    for item in served.values():
-        for tool, argument, clause in forbidden_calls(item["advice"], tools):
+    for text in served:
+        for tool, argument, clause in forbidden_calls(text, tools):
             instructions += 1
             if is_read_only(dataset, tool, argument, writes) and not _FAILED_WORDS.search(clause):
                 read_only_forbidden += 1
-        junk += bool(_KEY_LIST.search(item["advice"]))
+        junk += bool(_KEY_LIST.search(text))
 
     literal_items = replay_items = items = 0
     unneeded = 0
@@ -191,17 +195,17 @@ def lesson_figures(
                 literal_items += 1
         first = answer["items"][:3]
         needs = _gold_needs(dataset, probe)
-        if any(_recommends(i["advice"], writes - needs) for i in first):
+        if any(_recommends(served_text(i), writes - needs) for i in first):
             unneeded += 1
         wrong = failed_writes.get(probe.group, set())
         if wrong:
             warn_cases += 1
             # As the module docstring defines it: "do not X" or "… before you X" (warned_tools).
-            if any(wrong & warned_tools(i["advice"], tools) for i in first):
+            if any(wrong & warned_tools(served_text(i), tools) for i in first):
                 warned += 1
     blocks = [len(a.get("prompt_block", "")) for a in answers]
     return {
-        "served_experiences": len(served),
+        "served_texts": len(served),
         "do_not_instructions": instructions,
         "forbids_read_only": read_only_forbidden,
         "junk_consequences": junk,
@@ -252,7 +256,8 @@ def _recommends(advice: str, unneeded: set[str]) -> bool:
     if recipe and recipe.group(1) in unneeded:
         return True
     # "check it … before you X" warns of X (warned_tools): not a push to make the call either.
-    kept = _CHECK_BEFORE.sub(" ", _CONDITION.sub(" ", _DO_NOT.sub(" ", advice)))
+    kept = _CHECK_CHANGES.sub(" ", advice)
+    kept = _CHECK_BEFORE.sub(" ", _CONDITION.sub(" ", _DO_NOT.sub(" ", kept)))
     words = set(re.findall(r"[\w.-]+", kept))
     return bool(words & unneeded)
 
@@ -269,7 +274,7 @@ def right_tools_first(
     for probe, answer in zip(probes, answers, strict=True):
         if not answer["items"]:
             continue
-        advice = answer["items"][0]["advice"]
+        advice = served_text(answer["items"][0])
         named = set(re.findall(r"[\w.-]+", _DO_NOT.sub(" ", advice)))
         if dataset == "tau":
             needs = _gold_needs(dataset, probe)

@@ -423,7 +423,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(
             f"  lessons: forbid read-only {lessons['forbids_read_only']} of "
             f"{lessons['do_not_instructions']}, junk consequences "
-            f"{lessons['junk_consequences']} of {lessons['served_experiences']}, other runs' "
+            f"{lessons['junk_consequences']} of {lessons['served_texts']}, other runs' "
             f"literals {lessons['other_run_identifiers_share']}, unneeded writes "
             f"{lessons['state_changing_unneeded_share']}, wrong write warned "
             f"{lessons['wrong_write_warned_share']}, block {lessons['block_chars_median']}"

@@ -9,12 +9,12 @@ the nearest runs, which tells a request's kind of task better than the families'
 (a family whose requests are varied, "transfer me to a human", has a centroid near everything).
 Another family's workflow keeps its place by score: put first, it would teach the calls of
 another kind of task. **Order**: the same case first (its replay is the most specific memory
-there is), then the asked family's workflow, then the rest by score. When the same case is
-served, the near items are of several families and none of the case's successful runs is of the
-asked one, the workflow keeps its place by score: the case's own runs say more than one family's
-calls among several (hand-judged on τ-bench, workflows put right after such a case helped 9
-times and misled 13; on HotpotQA, where every run is of one family, the workflow after the same
-case was judged helpful all 83 times).
+there is; a run of it that worked before one that failed), then the asked family's workflow,
+then the rest by score. When the same case is served, the near items are of several families
+and none of the case's successful runs is of the asked one, the workflow keeps its place by
+score: the case's own runs say more than one family's calls among several (hand-judged on
+τ-bench, workflows put right after such a case helped 9 times and misled 13; on HotpotQA, where
+every run is of one family, the workflow after the same case was judged helpful all 83 times).
 
 **When the vote is split.** The asked family's workflow goes first only when that family holds
 at least HINDSIGHT_RECALL_FAMILY_CLEAR_SHARE (0.6) of the score the k best items' families hold:
@@ -265,8 +265,9 @@ def served_items(scored: list, *, k: int, family_id: int | None) -> list:
 
 
 def ordered(items, *, family_id: int | None, unanimous: bool = False) -> list:
-    """The same case first, then the asked family's workflow, then the others (each group by
-    score). `unanimous`: every near item with a family is of the asked one."""
+    """The same case first (its successful runs before its failed ones), then the asked family's
+    workflow, then the others (each group by score). `unanimous`: every near item with a family
+    is of the asked one."""
     same = [item.experience for item in items if item.case.same_instance]
     if same and not unanimous:
         if not any(
@@ -275,9 +276,9 @@ def ordered(items, *, family_id: int | None, unanimous: bool = False) -> list:
             family_id = None  # the case's own runs say more (module docstring)
 
     def rank(item) -> int:
-        if item.case.same_instance:
-            return 0
-        return 1 if _is_family_workflow(item, family_id) else 2
+        if item.case.same_instance:  # what worked on this very case, then what went wrong
+            return 0 if item.experience.polarity == Experience.Polarity.SUCCESS else 1
+        return 2 if _is_family_workflow(item, family_id) else 3
 
     return sorted(items, key=rank)  # stable: by score within each group
 

@@ -1,9 +1,10 @@
 """The served-advice figures' detectors (bench/lesson_quality.py) read the wordings the
 reviewer writes: a warning is found whether it forbids ("do not X") or asks to check first
-("… before you X."), and a warning is no recommendation; the τ-bench query of the labelled
-"recalled again before the first write" line."""
+("… before you X."), and a warning is no recommendation; the figures read what the agent is
+shown (a same-case item's replay, not its advice); the τ-bench query of the labelled "recalled
+again before the first write" line."""
 
-from bench.lesson_quality import _recommends, warned_tools
+from bench.lesson_quality import _recommends, lesson_figures, warned_tools
 
 TOOLS = {"cancel_reservation", "get_reservation_details", "fs.read"}
 
@@ -20,6 +21,42 @@ def test_a_check_before_the_call_warns_of_it_even_at_the_end_of_a_sentence():
     assert warned_tools("do not cancel_reservation <reservation_id>: the run failed.", TOOLS) == {
         "cancel_reservation"
     }
+
+
+def test_a_failed_run_s_replay_names_its_changes_to_check_not_to_make():
+    for replay in (
+        'The same case ran before (failure): get_reservation_details "K1NW8N"; the run failed '
+        'after cancel_reservation "K1NW8N": check that change against the request and the '
+        "rules before you make it again.",
+        'The same case ran before (failure): get_reservation_details "K1NW8N"; after '
+        'cancel_reservation "K1NW8N" the user replied "No!"; its changes were cancel_reservation '
+        '"K1NW8N", fs.read "a": check each change against the request and the rules before you '
+        "make it again.",
+    ):
+        assert "cancel_reservation" in warned_tools(replay, TOOLS)
+        assert not _recommends(replay, {"cancel_reservation"})
+    success = (
+        'The same case ran before (success): get_reservation_details "K1NW8N"; its changes were '
+        'cancel_reservation "K1NW8N"; the answer was "Done.".'
+    )
+    assert _recommends(success, {"cancel_reservation"})
+
+
+def test_the_figures_read_the_replay_a_same_case_item_is_served_as():
+    from bench.datasets import Run
+
+    probe = Run(body={"external_id": "p", "task": "cancel K1NW8N", "outcome": "success"},
+                dataset="hotpotqa", group="g", split_key=4)  # fmt: skip
+    replay = "The same case ran before (failure): it led to a result with id, status, user_id."
+    item = {"experience_id": 1, "advice": "When you use Search: call it with <query>.",
+            "same_instance": True, "replay": replay}  # fmt: skip
+
+    def figures():
+        return lesson_figures("hotpotqa", [], [probe], [{"items": [item], "prompt_block": ""}])
+
+    assert figures()["junk_consequences"] == 1  # the replay is what the agent read
+    item["replay"] = ""  # served to another case: the advice is
+    assert figures()["junk_consequences"] == 0
 
 
 def test_a_workflow_that_makes_the_change_recommends_it():

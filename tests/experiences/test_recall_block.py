@@ -16,9 +16,11 @@ from experiences.services.recall_block import (
 CHANGE, TRANSFER = 1, 2  # two task families
 
 
-def item(experience_id, score, *, kind="episode", family_id=None, same_case=False) -> RecallItem:
+def item(
+    experience_id, score, *, kind="episode", family_id=None, same_case=False, polarity="success"
+) -> RecallItem:
     experience = Recalled(
-        id=experience_id, advice=f"advice {experience_id}", polarity="success", kind=kind,
+        id=experience_id, advice=f"advice {experience_id}", polarity=polarity, kind=kind,
         status="approved", environment=[], tools=[], path=[], evidence_at=datetime.now(UTC),
         upvotes=0, downvotes=0, support_count=1, family_id=family_id, same_case_only=False,
     )  # fmt: skip
@@ -71,6 +73,13 @@ def test_with_the_same_case_served_the_workflow_follows_it_only_if_the_case_succ
     # Every near item of one family (one kind of task): its workflow is the procedure.
     assert [i.experience.id for i in ordered(failed, family_id=family, unanimous=True)] == [2, 5, 1]
     assert FamilyVote.of(scored, k=2).unanimous and not FamilyVote.of(scored, k=3).unanimous
+
+
+def test_the_same_case_s_successful_run_comes_before_its_failed_ones():
+    scored = [item(1, 0.9, family_id=CHANGE, same_case=True, polarity="failure"),
+              item(2, 0.8, family_id=CHANGE), item(3, 0.7, family_id=CHANGE, same_case=True),
+              item(4, 0.6, family_id=CHANGE, same_case=True, polarity="failure")]  # fmt: skip
+    assert [i.experience.id for i in ordered(scored, family_id=CHANGE)] == [3, 1, 4, 2]
 
 
 def test_the_same_case_names_the_query_s_ids_or_asks_nearly_the_same_naming_no_other(settings):

@@ -1,6 +1,8 @@
 """What a lesson may forbid and how it is worded: tool effects (declared, described, behaviour,
 name), the blame rules, and placeholders in place of one run's values (no database)."""
 
+from dataclasses import replace
+
 import pytest
 
 from tests.traces.review_builders import request_for, sv, tv
@@ -387,6 +389,54 @@ def test_a_failed_run_s_replay_lists_every_change_it_made():
         'after its changes cancel_reservation "UM3OG5", cancel_reservation "K1NW8N": check each '
         "change against the request and the rules before you make it again."
     )
+
+
+def _made_in_some_runs(*tools):
+    """The project's record of tools made in 3 of 20 runs (a change most runs never make)."""
+    seen = Behaviour(calls=3, fed_calls=0, runs=3, final_in_runs=1, final_in_successes=1,
+                     project_runs=20)  # fmt: skip
+    return {tool: tool_effect(tool, behaviour=seen) for tool in tools}
+
+
+def test_a_successful_run_s_replay_says_what_it_changed_or_that_it_changed_nothing():
+    def replay(*calls_made, effects, project_tools=None):
+        steps = [said(0, "Hi, I am omar_rossi_1241: cancel reservation K1NW8N please."),
+                 call(1, READ, {"user_id": "omar_rossi_1241"}, PROFILE),
+                 call(2, "get_reservation_details", {"reservation_id": "K1NW8N"}, RESERVATION),
+                 *calls_made]  # fmt: skip
+        trace = tv(task=steps[0].content, outcome="success", tool_effects=effects,
+                   project_tools=project_tools or {},
+                   final_answer="Your reservation K1NW8N is cancelled.")  # fmt: skip
+        return HeuristicReviewer().review(request_for(trace, steps)).template.replay
+
+    effects = _made_in_some_runs("cancel_reservation", "transfer_to_human_agents")
+    cancel = call(3, "cancel_reservation", {"reservation_id": "K1NW8N"}, '{"status": "ok"}')
+    # Its changes apart from its look-ups: the decision the same case needs, first to see.
+    assert replay(cancel, effects=effects) == (
+        'The same case ran before (success): get_reservation_details "K1NW8N"; its changes were '
+        'cancel_reservation "K1NW8N"; the answer was "Your reservation K1NW8N is cancelled.".'
+    )
+    # It changed nothing where it could have (the answer was a refusal), and handed over; its
+    # thinking aloud (a `think` call that returns nothing) is no step of the replay.
+    hand_off = call(3, "transfer_to_human_agents", {"summary": "wants a refund"}, "Transfer ok")
+    thought = call(3, "think", {"thought": "The fare rules say no refund."}, "")
+    handed = replay(thought, replace(hand_off, index=4), effects=effects)
+    assert "think" not in handed
+    assert handed.startswith("The same case ran before (success) and changed nothing: ")
+    assert 'get_reservation_details "K1NW8N"; then it handed the case to a person ' in handed
+    assert '(transfer_to_human_agents "wants a refund")' in handed
+    # The run's own tools need not include the change it did not make: the project's tools say
+    # what the agent could have done.
+    handed_only = _made_in_some_runs("transfer_to_human_agents")
+    assert "changed nothing" not in replay(hand_off, effects=handed_only)
+    assert "and changed nothing: " in replay(hand_off, effects=handed_only, project_tools=effects)
+    # An agent with no tool that changes anything (questions answered from look-ups): nothing
+    # to say about changes; nor while the project has too few runs to tell a change from the
+    # commit every run makes.
+    for unknown in ({}, {"cancel_reservation": tool_effect("cancel_reservation")}):
+        text = replay(cancel, effects=unknown)
+        assert "changed nothing" not in text and "its changes" not in text
+        assert 'cancel_reservation "K1NW8N"' in text
 
 
 def test_a_failed_search_whose_suggestion_the_run_searched_next_is_a_step_of_the_way():

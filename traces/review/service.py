@@ -32,7 +32,11 @@ from traces.review.types import (
 )
 from traces.review.usage import tool_usage
 from traces.services.review_queue import review_enqueue
-from traces.services.tool_profiles import tool_effects_for, tool_profiles_observe
+from traces.services.tool_profiles import (
+    effects_of,
+    project_tool_effects,
+    tool_profiles_observe,
+)
 
 ACTIVE = (Trace.ReviewStatus.PENDING, Trace.ReviewStatus.QUEUED, Trace.ReviewStatus.REVIEWING)
 
@@ -46,6 +50,7 @@ class ReviewPlan:
 
 
 def trace_view(trace: Trace) -> TraceView:
+    known = project_tool_effects(project_id=trace.project_id)
     return TraceView(
         id=trace.pk,
         task=trace.task,
@@ -57,7 +62,8 @@ def trace_view(trace: Trace) -> TraceView:
         feedback=trace.feedback,
         final_answer=trace.final_answer,
         duration_ms=trace.duration_ms,
-        tool_effects=tool_effects_for(project_id=trace.project_id, tools=trace.tools),
+        tool_effects=effects_of(trace.tools, known),
+        project_tools=known,
     )
 
 

@@ -51,6 +51,8 @@ class TraceView:
     # What the project knows of each tool of the run (traces.services.tool_profiles); a tool
     # missing here is judged by its name.
     tool_effects: Mapping[str, ToolEffect] = field(default_factory=dict)
+    # Every tool the project knows, the run's or not (what the agent could have done).
+    project_tools: Mapping[str, ToolEffect] = field(default_factory=dict)
 
     def effect(self, tool: str) -> ToolEffect:
         return self.tool_effects.get(tool) or tool_effect(tool)

@@ -5,7 +5,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Max
 
 from traces.models import ToolProfile
 from traces.review.tool_effects import Behaviour, Declaration, ToolEffect, tool_effect
@@ -103,32 +102,34 @@ def tool_profiles_observe(*, project_id: int, usage: Mapping[str, ToolUsage]) ->
         )
 
 
+def project_tool_effects(*, project_id: int) -> dict[str, ToolEffect]:
+    """Every tool the project knows (declared, or seen in a reviewed run), by what it knows of
+    it: declaration, behaviour, then name. One query."""
+    profiles = list(ToolProfile.objects.filter(project_id=project_id))
+    project_runs = max((p.runs for p in profiles), default=0)
+    return {
+        p.name: tool_effect(
+            p.name,
+            Declaration(p.name, p.description, p.declared_read_only),
+            Behaviour(
+                calls=p.calls,
+                fed_calls=p.fed_calls,
+                runs=p.runs,
+                final_in_runs=p.final_in_runs,
+                final_in_successes=p.final_in_successes,
+                final_arguments=p.final_arguments or {},
+                project_runs=project_runs,
+            ),
+        )
+        for p in profiles
+    }
+
+
+def effects_of(tools: Iterable[str], known: Mapping[str, ToolEffect]) -> dict[str, ToolEffect]:
+    """Each of `tools` by what the project knows (`known`), a tool it does not know by name."""
+    return {name: known.get(name) or tool_effect(name) for name in sorted(set(tools))}
+
+
 def tool_effects_for(*, project_id: int, tools: Iterable[str]) -> dict[str, ToolEffect]:
     """Each tool's effect by what the project knows of it (declared, behaviour, then name)."""
-    wanted = sorted(set(tools))
-    profiles = {
-        p.name: p for p in ToolProfile.objects.filter(project_id=project_id, name__in=wanted)
-    }
-    project_runs = 0
-    if profiles:
-        project_runs = (
-            ToolProfile.objects.filter(project_id=project_id).aggregate(most=Max("runs"))["most"]
-            or 0
-        )
-    effects = {}
-    for name in wanted:
-        profile = profiles.get(name)
-        declaration = behaviour = None
-        if profile is not None:
-            declaration = Declaration(name, profile.description, profile.declared_read_only)
-            behaviour = Behaviour(
-                calls=profile.calls,
-                fed_calls=profile.fed_calls,
-                runs=profile.runs,
-                final_in_runs=profile.final_in_runs,
-                final_in_successes=profile.final_in_successes,
-                final_arguments=profile.final_arguments or {},
-                project_runs=project_runs,
-            )
-        effects[name] = tool_effect(name, declaration, behaviour)
-    return effects
+    return effects_of(tools, project_tool_effects(project_id=project_id))

@@ -212,7 +212,9 @@ def path_pattern(calls: Sequence[StepView], sources: Sources, limit: int = 4) ->
 
 
 def literal_path(calls: Sequence[StepView], limit: int = 5) -> str:
-    phrases = list(dict.fromkeys(literal_call(c) for c in calls))
+    """The calls as they were made, in order; an aside (a `think`) is the run's own thinking,
+    not a step."""
+    phrases = list(dict.fromkeys(literal_call(c) for c in calls if not is_aside(c)))
     text = ", then ".join(phrases[:limit])
     if len(phrases) > limit:
         text += f", then {len(phrases) - limit} more"

@@ -191,7 +191,39 @@ def _lesson(
     return advice, pitfall
 
 
-REPLAYED_CHANGES = 4  # the changes a failed run's replay lists
+REPLAYED_CHANGES = 4  # the changes a replay lists
+
+
+def _changes_made(request: ReviewRequest) -> tuple[list[StepView], list[StepView]]:
+    """A run's changes that worked, and its hand-offs to a person. A commit made in nearly every
+    run (an answer, a purchase) is the run's end, not one of its changes: it stays in the path;
+    so does every call while the project has too few runs to say (`every_run` None)."""
+    changes, handed = [], []
+    for step in request.steps:
+        if not step.tool or errored(step):
+            continue
+        effect = request.trace.call_effect(step)
+        if effect.hands_off:
+            handed.append(step)
+        elif effect.changes_state and effect.every_run is False:
+            changes.append(step)
+    return changes, handed
+
+
+def _could_change(request: ReviewRequest) -> bool:
+    """The agent had a tool (the run's or another the project knows) that changes something (not
+    a hand-off, not the commit every run makes): only then is "changed nothing" a lesson, the
+    request's answer having been to change nothing (a refusal, an explanation)."""
+    known = {**request.trace.project_tools, **request.trace.tool_effects}
+    return any(e.changes_state and not e.hands_off and e.every_run is False for e in known.values())
+
+
+def _listed(changes: list[StepView]) -> str:
+    made = list(dict.fromkeys(literal_call(c) for c in changes))
+    text = ", ".join(made[:REPLAYED_CHANGES])
+    if len(made) > REPLAYED_CHANGES:
+        text += f" and {len(made) - REPLAYED_CHANGES} more"
+    return text
 
 
 def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blame | None) -> str:
@@ -199,7 +231,10 @@ def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blam
 
     A failed run blamed on a change lists every change it made (the one too many, or the one
     missing, is what the same case needs to see; the successful run's replay beside it shows the
-    right set), not only the last."""
+    right set), not only the last. A successful run says its changes apart from its look-ups
+    ("its changes were …"), or that it "changed nothing" where the agent could have (the
+    request's answer was a refusal or an explanation: the decision the same case needs), and
+    that it handed the case to a person."""
     outcome = request.trace.outcome
     blamed = blame.step.index if blame is not None else None
     changes: list[StepView] = []
@@ -209,13 +244,23 @@ def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blam
             for s in request.steps
             if s.tool and request.trace.call_effect(s).changes_state and not errored(s)
         ] or [blame.step]
-    listed = {c.index for c in changes} | {blamed}
+    succeeded = blame is None and counts_as_success(outcome)
+    handed: list[StepView] = []
+    if succeeded:
+        changes, handed = _changes_made(request)
+    listed = {c.index for c in changes + handed} | {blamed}
     calls = [c for c in necessary_calls if c.index not in listed] or [
         s for s in request.steps if s.tool and s.index not in listed
     ]
     text = f"The same case ran before ({outcome})"
-    if calls:
-        text += f": {literal_path(calls)}"
+    if succeeded and not changes and _could_change(request):
+        text += " and changed nothing"
+    if path := literal_path(calls):
+        text += f": {path}"
+    if succeeded and changes:
+        text += f"; its changes were {_listed(changes)}"
+    if handed:
+        text += f"; then it handed the case to a person ({literal_call(handed[-1])})"
     if blame is not None:
         step = blame.step
         what = literal_call(step) if step.tool else f'reply "{first_sentence(step.content, 60)}"'
@@ -226,9 +271,7 @@ def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blam
             # The run failed after its changes; the outcome alone does not say which one was the
             # mistake (the blamed one may be what the case needs, with another one too many).
             made = list(dict.fromkeys(literal_call(c) for c in changes))
-            listed_changes = ", ".join(made[:REPLAYED_CHANGES])
-            if len(made) > REPLAYED_CHANGES:
-                listed_changes += f" and {len(made) - REPLAYED_CHANGES} more"
+            listed_changes = _listed(changes)
             if blame.outcome_only:
                 after = f"the run failed after {'its changes ' if len(made) > 1 else ''}"
                 after += listed_changes
