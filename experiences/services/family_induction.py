@@ -203,9 +203,7 @@ def _insight_advice(
     kind, subject, text = feature
     text = text.replace(f"before {subject}", "before it")  # the condition names it already
     if for_success:
-        did = text.replace("called", "call", 1).replace("had a", "have no", 1)
-        if kind == "failed":
-            did = f"have no failed {subject} call"
+        did = text.replace("called", "call", 1)
         if kind == "call" and instead_of:
             return f"When you use {instead_of}: successful runs {did} instead ({counts})."
         if kind == "call":
@@ -269,6 +267,8 @@ def insights(members: list[Member]) -> list[Induced]:
             continue
         if not speaks_for_success and kind in ("read", "before"):
             continue  # never "avoid looking it up", nor "do not change it after looking up"
+        if speaks_for_success and kind == "failed":
+            continue  # successes that had a call fail and went on: a failure is no way to do it
         if speaks_for_success and kind == "call" and subject in handoffs:
             continue  # a hand-off is an exit, never the way to do a task
 

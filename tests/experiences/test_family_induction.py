@@ -133,6 +133,19 @@ def test_an_insight_never_tells_to_avoid_a_look_up():
         assert not (found.polarity == "failure" and "get_user_details" in found.advice), found
 
 
+def test_a_call_that_failed_in_the_successes_is_no_insight():
+    # Both successes had the change fail once, then made it; no failed run saw it fail. That
+    # the successes "have no failed call" would be false, and a failure is no way to do it.
+    def failed_then_made(trace_id):
+        made = calls(USER, CHANGE, CHANGE)
+        made[1]["errored"] = True
+        return Member(trace_id, True, made)
+
+    family = [failed_then_made(1), failed_then_made(2), failure(3, USER, CHANGE),
+              failure(4, USER, CHANGE), failure(5, CHANGE)]  # fmt: skip
+    assert not [i.advice for i in insights(family) if "fail" in i.advice.split(":", 1)[1]]
+
+
 def test_a_state_change_that_failures_make_is_warned_of_with_its_counts():
     cancel = "cancel_reservation <reservation_id from get_user_details>"
     family = [
