@@ -1,15 +1,16 @@
 """Would an agent that followed the served advice do better? What recall's items *say*, judged
 with each dataset's own gold, never with the product's own labels.
 
-Per dataset (the figures of issue 23):
+Per dataset (the figures of issue 23), each read in what the agent is shown (bench.judged
+.served_text: a same-case item's replay, any other item's advice):
 
-* `forbids_read_only` — of the "do not …" instructions in the distinct served items, those whose
+* `forbids_read_only` — of the "do not …" instructions in the distinct served texts, those whose
   forbidden call is a read-only call (the dataset's gold: τ-bench's tools that change nothing,
   bench/datasets/tau.write_tools; HotpotQA's
   Search / Lookup, WebShop's search and every click but "Buy Now") that did not fail (the
   instruction does not say it returned an error or nothing);
-* `junk_consequences` — served items whose consequence is a list of JSON keys (`a result with
-  id, status, …`) or raw JSON;
+* `junk_consequences` — distinct served texts whose consequence is a list of JSON keys (`a
+  result with id, status, …`) or raw JSON;
 * `other_run_identifiers` — served items (probe × item) that instruct a literal the new task does
   not contain (outside named placeholders and quoted consequences such as `it returned "…"`): an
   identifier (a token with a digit or an underscore) or a quoted value that is not
@@ -22,7 +23,8 @@ Per dataset (the figures of issue 23):
   does not need (τ-bench: its gold actions; HotpotQA: Finish is always needed);
 * `wrong_write_warned` — probes whose task failed in the history through a wrong write (a write
   the gold does not have, by name and arguments): the share where one of the first three items
-  warns of that write ("do not" / "avoid" naming its tool, or "… before you <tool>");
+  warns of that write ("do not" / "avoid" naming its tool, "… before you <tool>", or a failed
+  run's replay asking to check the changes it names);
 * `block_chars_median` — the prompt block's length at the median.
 """
 
