@@ -9,10 +9,11 @@ the nearest runs, which tells a request's kind of task better than the families'
 (a family whose requests are varied, "transfer me to a human", has a centroid near everything).
 Another family's workflow keeps its place by score: put first, it would teach the calls of
 another kind of task. **Order**: the same case first (its replay is the most specific memory
-there is; a run of it that worked before one that failed), then the asked family's workflow,
-then the rest by score. When the same case is served, the near items are of several families
-and none of the case's successful runs is of the asked one, the workflow keeps its place by
-score: the case's own runs say more than one family's calls among several (hand-judged on
+there is; by score among its runs, which tells two requests of one user apart better than
+their outcome), then the asked family's workflow, then the rest by score. When the same case
+is served, the near items are of several families and none of the case's successful runs is
+of the asked one, the workflow keeps its place by score: the case's own runs say more than one
+family's calls among several (hand-judged on
 τ-bench, workflows put right after such a case helped 9 times and misled 13; on HotpotQA, where
 every run is of one family, the workflow after the same case was judged helpful all 83 times).
 
@@ -36,7 +37,8 @@ task needed a change); the family's workflow says how many runs of the kind hand
 
 **The same case.** An item is the same case as the query when the query names one of the
 identifiers of the item's request (a user id, an order number: tokens with letters and digits,
-or underscored names; never a bare number or price) and asks a like thing (similarity at least
+or underscored names; never a bare number or price; a code in capitals, "HXDUBJ", when the
+item's run called a tool with it) and asks a like thing (similarity at least
 HINDSIGHT_RECALL_SAME_CASE_NAMED_SIMILARITY: the same user asking about baggage after a
 cancellation is a new case), or asks nearly the same thing (similarity at least
 HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY) naming no ids but the query's. Then the exact
@@ -44,6 +46,7 @@ replay of that run, identifiers included, is served in place of the general advi
 item gives only the strategy.
 """
 
+import re
 from collections import Counter
 from dataclasses import dataclass, replace
 
@@ -80,6 +83,21 @@ def _identifiers(text: str) -> set[str]:
     }
 
 
+_CODE = re.compile(r"\b(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,10}\b")
+
+
+def _codes(text: str) -> set[str]:
+    """Upper-case codes ("HXDUBJ", a booking reference with no digit): an id of the query as
+    written; of an earlier run, only where its replay shows a call made with it (a word written in
+    capitals, "PLEASE", is passed to no tool)."""
+    return {code.lower() for code in _CODE.findall(text)}
+
+
+def _case_ids(request: str, replay: str) -> set[str]:
+    """The ids an earlier run's request named: _identifiers, and the codes its calls used."""
+    return _identifiers(request) | {c for c in _codes(request) if c.upper() in replay}
+
+
 def same_case_of(items, query_task: str, known: dict[int, Case] | None = None) -> dict[int, Case]:
     """Each item's Case (one query for the k returned items' request and replay; the `known`
     ones are not read again)."""
@@ -97,7 +115,7 @@ def same_case_of(items, query_task: str, known: dict[int, Case] | None = None) -
             [SOURCES_SHOWN, ids],
         )
         rows = {row[0]: row[1:] for row in cursor.fetchall()}
-    asked = _identifiers(query_task)
+    asked = _identifiers(query_task) | _codes(query_task)
     cases = {}
     for item in items:
         if item.experience.id in known:
@@ -108,7 +126,7 @@ def same_case_of(items, query_task: str, known: dict[int, Case] | None = None) -
         same = (
             bool(replay)
             and item.experience.kind == "episode"
-            and is_same_case(asked, _identifiers(request or summary), similarity)
+            and is_same_case(asked, _case_ids(request or summary, replay), similarity)
         )
         cases[item.experience.id] = Case(
             same_instance=same, replay=replay if same else "", sources=tuple(sources)
@@ -265,9 +283,8 @@ def served_items(scored: list, *, k: int, family_id: int | None) -> list:
 
 
 def ordered(items, *, family_id: int | None, unanimous: bool = False) -> list:
-    """The same case first (its successful runs before its failed ones), then the asked family's
-    workflow, then the others (each group by score). `unanimous`: every near item with a family
-    is of the asked one."""
+    """The same case first, then the asked family's workflow, then the others (each group by
+    score). `unanimous`: every near item with a family is of the asked one."""
     same = [item.experience for item in items if item.case.same_instance]
     if same and not unanimous:
         if not any(
@@ -276,9 +293,9 @@ def ordered(items, *, family_id: int | None, unanimous: bool = False) -> list:
             family_id = None  # the case's own runs say more (module docstring)
 
     def rank(item) -> int:
-        if item.case.same_instance:  # what worked on this very case, then what went wrong
-            return 0 if item.experience.polarity == Experience.Polarity.SUCCESS else 1
-        return 2 if _is_family_workflow(item, family_id) else 3
+        if item.case.same_instance:
+            return 0
+        return 1 if _is_family_workflow(item, family_id) else 2
 
     return sorted(items, key=rank)  # stable: by score within each group
 

@@ -8,6 +8,9 @@ from experiences.services.recall import Recalled, RecallItem
 from experiences.services.recall_block import (
     Case,
     FamilyVote,
+    _case_ids,
+    _codes,
+    _identifiers,
     is_same_case,
     ordered,
     served_items,
@@ -75,11 +78,13 @@ def test_with_the_same_case_served_the_workflow_follows_it_only_if_the_case_succ
     assert FamilyVote.of(scored, k=2).unanimous and not FamilyVote.of(scored, k=3).unanimous
 
 
-def test_the_same_case_s_successful_run_comes_before_its_failed_ones():
-    scored = [item(1, 0.9, family_id=CHANGE, same_case=True, polarity="failure"),
-              item(2, 0.8, family_id=CHANGE), item(3, 0.7, family_id=CHANGE, same_case=True),
-              item(4, 0.6, family_id=CHANGE, same_case=True, polarity="failure")]  # fmt: skip
-    assert [i.experience.id for i in ordered(scored, family_id=CHANGE)] == [3, 1, 4, 2]
+def test_a_booking_code_in_capitals_is_an_id_where_the_run_called_a_tool_with_it():
+    query = "Hi! I need help with my reservation. My reservation ID is HXDUBJ. PLEASE hurry."
+    assert {"hxdubj", "please"} <= _identifiers(query) | _codes(query)
+    request = "I'd like to change my flight in reservation HXDUBJ. PLEASE help."
+    replay = 'The same case ran before (failure): get_reservation_details "HXDUBJ"; do not …'
+    assert _case_ids(request, replay) == {"hxdubj"}  # "PLEASE" went to no tool
+    assert _case_ids(request, "The same case ran before (success): answered.") == set()
 
 
 def test_the_same_case_names_the_query_s_ids_or_asks_nearly_the_same_naming_no_other(settings):
