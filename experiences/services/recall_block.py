@@ -58,7 +58,9 @@ from experiences.models import Experience
 from traces.review.heuristic.values import key_values
 from traces.review.scene import cut_at_word
 
-LINE_CHARS = 180  # one item of the block: five fit in ~1,000 characters
+BLOCK_CHARS = 1000  # the whole block, header included
+LINE_CHARS = 420  # one item at most: a same case's replay, whole or nearly
+LINE_MIN_CHARS = 100  # less room than this left: the block ends (a stub would say nothing)
 SOURCES_SHOWN = 5  # source runs named per item
 _HEADER = "Experience from earlier runs (hindsight); check it fits this task:"
 
@@ -162,10 +164,16 @@ def _label(item, case: Case) -> str:
 
 def prompt_block(items, cases: dict[int, Case], environment: list[str], ways: str = "") -> str:
     """Ready to inject after the tool descriptions and before the user's input, in the items'
-    order (`ordered`); `ways` (`family_ways`) right after the header when the vote is split."""
+    order (`ordered`); `ways` (`family_ways`) right after the header when the vote is split.
+
+    Within BLOCK_CHARS, the items in order, each whole up to LINE_CHARS: the first items whole
+    rather than every item cut (cut at a fixed 180 characters, a lesson lost the error it
+    quotes and a workflow the values to call with, mid-placeholder). The block ends where less
+    than LINE_MIN_CHARS is left; every item is still in the answer's `items`."""
     if not items:
         return ""
     lines = [_HEADER, *([ways] if ways else [])]
+    room = BLOCK_CHARS - sum(len(line) + 1 for line in lines)
     for item in items:
         case = cases.get(item.experience.id, Case())
         text = case.replay or item.experience.advice
@@ -175,8 +183,12 @@ def prompt_block(items, cases: dict[int, Case], environment: list[str], ways: st
                 f" (learned on {', '.join(item.experience.environment)}, not on "
                 f"{', '.join(environment)}: verify it applies here)"
             )
-        line = f"- {_label(item, case)}: {text}"
-        lines.append(cut_at_word(line, LINE_CHARS - len(caveat)) + caveat)
+        limit = min(LINE_CHARS, room) - len(caveat)
+        if limit < LINE_MIN_CHARS:
+            break
+        line = cut_at_word(f"- {_label(item, case)}: {text}", limit) + caveat
+        lines.append(line)
+        room -= len(line) + 1
     return "\n".join(lines)
 
 

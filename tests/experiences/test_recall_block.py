@@ -13,6 +13,7 @@ from experiences.services.recall_block import (
     _identifiers,
     is_same_case,
     ordered,
+    prompt_block,
     served_items,
 )
 
@@ -111,3 +112,21 @@ def test_a_split_vote_is_not_clear_and_a_one_sided_one_is(settings):
                  item(3, 0.3, family_id=TRANSFER), item(4, 0.6)]  # fmt: skip
     assert FamilyVote.of(one_sided, k=4).clear
     assert FamilyVote.of([item(4, 0.6)], k=5).clear  # no family asked: nothing to put first
+
+
+def test_the_block_gives_its_first_items_whole_within_a_thousand_characters():
+    def long(experience_id, words):
+        found = item(experience_id, 1.0 - experience_id / 10)
+        advice = f"When you use tool_{experience_id}: " + " ".join(["step"] * words) + " end."
+        return replace(found, experience=replace(found.experience, advice=advice))
+
+    items = [long(1, 60), long(2, 50), long(3, 60), long(4, 40), long(5, 40)]
+    block = prompt_block(items, {}, [])
+    lines = block.splitlines()
+    assert len(block) <= 1000
+    assert [line.endswith("end.") for line in lines[1:]] == [True, True, False]  # the 3rd is cut
+    assert all(f"tool_{n}" not in block for n in (4, 5))  # no room left for a useful line
+    # A same case's long replay is cut at 420 characters, not at 180.
+    replay = "The same case ran before (success): " + " ".join(["call"] * 200)
+    first = prompt_block(items[:1], {1: Case(same_instance=True, replay=replay)}, [])
+    assert 400 < len(first.splitlines()[1]) <= 420
