@@ -227,6 +227,26 @@ def test_a_family_yields_a_workflow_and_an_insight_served_for_a_new_task(post):
     assert len(answer["prompt_block"]) <= 1000
 
 
+def test_an_episode_merged_into_another_is_no_member_of_its_family(post, monkeypatch):
+    from experiences.services import families
+    from experiences.services.merging import experience_merge
+
+    reviewed(post, change_flight("ok-1", "omar_rossi_1241", "UM3OG5"))
+    reviewed(post, change_flight("ok-2", "sara_doe_496", "ZFA04Y"))
+    reviewed(post, change_flight("ok-3", "li_wei_77", "QQ12AB"))
+    first, second, third = Experience.objects.filter(kind="episode").order_by("id")
+    experience_merge(survivor_id=first.pk, absorbed_id=third.pk, similarity=0.99, kind="auto")
+    # The induction reads the latest two episodes: the merged one is not among them.
+    monkeypatch.setattr(families, "MAX_MEMBERS", 2)
+    family = TaskFamily.objects.get()
+    assert family_induce(family_id=family.pk) != "0 item(s)"
+    workflow = Experience.objects.get(kind="workflow")
+    assert workflow.support_count == 2
+    assert set(workflow.sources.values_list("trace_id", flat=True)) >= {
+        s.trace_id for s in second.sources.all()
+    }
+
+
 def test_a_declared_read_only_tool_is_never_what_a_lesson_forbids(post):
     # "reservations" has no verb: only its declaration says it reads. The failed run's user
     # objected right after it: the lesson blames the agent's reply, not the look-up.
