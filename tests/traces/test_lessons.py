@@ -461,6 +461,30 @@ def test_a_failed_search_whose_suggestion_the_run_searched_next_is_a_step_of_the
     assert "can fail" in template.experience
 
 
+def test_an_answer_the_request_held_is_that_case_s_answer():
+    question = "Which is older, Mercer University or Emory University?"
+    steps = [
+        said(0, question),
+        call(1, "Search", {"query": "Mercer University"}, "Mercer University, founded 1833."),
+        call(2, "Search", {"query": "Emory University"}, "Emory University, founded 1836."),
+        call(3, "Finish", {"answer": "Mercer University"}, "Answer is CORRECT"),
+    ]  # fmt: skip
+    answers = Behaviour(calls=10, fed_calls=0, runs=10, final_in_runs=10, final_in_successes=6,
+                        project_runs=10)  # fmt: skip
+
+    def strategy(effects):
+        trace = tv(task=question, tool_effects=effects)
+        return HeuristicReviewer().review(request_for(trace, steps)).template.experience
+
+    # The answer nearly every run ends on: where this case's answer was is no way to the next.
+    assert strategy({"Finish": tool_effect("Finish", behaviour=answers)}).startswith(
+        "When you use Finish, first Search <query from the request> (each); call it with "
+        "<answer of the case>."
+    )
+    # Not known to be the answer every run ends on (too few runs): the origin as it is.
+    assert "<answer from the request>" in strategy({"Finish": tool_effect("Finish")})
+
+
 def test_a_success_s_call_that_failed_then_worked_later_is_no_pitfall():
     request_text = "i want a red bath towel, and price lower than 30.00 dollars"
     steps = [

@@ -127,9 +127,20 @@ def _placeholder(key: str, origin: str) -> str:
 
 
 def argument_pattern(
-    key: str, value: Any, sources: Sources, before: int, *, final: bool = False
+    key: str,
+    value: Any,
+    sources: Sources,
+    before: int,
+    *,
+    final: bool = False,
+    answer: bool = False,
 ) -> str:
-    """One argument as a placeholder by its origin, or as itself (short) when it has none."""
+    """One argument as a placeholder by its origin, or as itself (short) when it has none.
+    `answer`: the call is the answer nearly every run ends on; a value of it that the request
+    held ("Which is older, A or B?") is that case's answer, not where the next one is: served to
+    other questions, "<answer from the request>" was judged misleading 10 times of 12 (helpful
+    none), and "<answer: one of the options the request names>" 9 of 9 (it reads as "answer
+    with a term of the question"); "<answer of the case>" leaves the searches as the way."""
     leaves = _leaves(value)
     if isinstance(value, dict | list):
         origins = [o for leaf in leaves if (o := sources.origin(leaf, before))]  # "" is falsy
@@ -143,6 +154,8 @@ def argument_pattern(
     origin = sources.origin(leaves[0], before)
     if origin == CONSTANT:
         return f'"{leaves[0]}"'
+    if answer and origin == "the request":
+        return f"<{key} of the case>"
     if origin is not None:
         return _placeholder(key, origin)
     if len(leaves[0]) > LITERAL_CHARS or len(leaves[0].split()) >= FREE_TEXT_WORDS:
@@ -154,22 +167,27 @@ def argument_pattern(
     return f'"{leaves[0]}"'
 
 
-def call_pattern(step: StepView, sources: Sources, *, final: bool = False) -> str:
+def call_pattern(
+    step: StepView, sources: Sources, *, final: bool = False, answer: bool = False
+) -> str:
     """`tool <arg from origin> …` within PATTERN_CHARS; a call without arguments is its tool.
     `final`: the call that gave the run's answer or made its change: a literal there is that
-    case's value ("no", "1985"), never advice for the next one."""
+    case's value ("no", "1985"), never advice for the next one. `answer`: it is the answer
+    nearly every run ends on (argument_pattern)."""
     if not step.tool:
         return f"{step.kind.replace('_', ' ')}"
     arguments = step.arguments
     if isinstance(arguments, dict):
         parts = [
-            argument_pattern(str(k), v, sources, step.index, final=final)
+            argument_pattern(str(k), v, sources, step.index, final=final, answer=answer)
             for k, v in arguments.items()
         ]
     elif arguments in (None, "", [], {}):
         parts = []
     else:
-        parts = [argument_pattern("input", arguments, sources, step.index, final=final)]
+        parts = [
+            argument_pattern("input", arguments, sources, step.index, final=final, answer=answer)
+        ]
     parts = [p for p in parts if p]
     text = step.tool
     for part in parts:

@@ -71,6 +71,7 @@ def _strategy(calls: list[StepView], request: ReviewRequest, sources: Sources) -
         # changed nothing and handed the case to a human agent" as a push to change nothing.
         calls = kept
     anchor = _anchor(calls, request)
+    effect = request.trace.call_effect(anchor)
     before = [c for c in calls if c.index < anchor.index]
     after = [c for c in calls if c.index > anchor.index]
     return when_you_use(
@@ -79,7 +80,8 @@ def _strategy(calls: list[StepView], request: ReviewRequest, sources: Sources) -
         call_pattern(
             anchor,
             sources,
-            final=anchor is calls[-1] and request.trace.call_effect(anchor).changes_state,
+            final=anchor is calls[-1] and effect.changes_state,
+            answer=anchor is calls[-1] and effect.changes_state and effect.every_run is True,
         ),
         path_pattern(after, sources, 1) if after else "",
     )
