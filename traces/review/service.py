@@ -2,7 +2,8 @@
 
 The reviewer itself runs between `review_begin` and `review_apply`, outside any transaction, so
 a slow LLM never holds a row lock. `review_apply` must run inside the caller's transaction
-together with the distillation of experiences: labels, reviews and experiences land together.
+together with the distillation of experiences: labels, reviews and experiences land together;
+`review_tools_observe` closes that transaction.
 """
 
 from dataclasses import dataclass
@@ -214,14 +215,21 @@ def review_apply(*, plan: ReviewPlan, outcomes: list[ReviewOutcome]) -> list[Rev
 
     now = timezone.now()
     _labels_write(trace.pk, _labels_to_apply(outcomes), now)
-    full = next((o for o in outcomes if o.request.window.kind == "full"), None)
-    if full is not None:  # what this run showed of its tools, for later reviews
-        tool_profiles_observe(project_id=trace.project_id, usage=tool_usage(full.request))
     trace.review_status = Trace.ReviewStatus.REVIEWED
     trace.review_status_reason = plan.reason
     trace.review_status_at = now
     trace.save(update_fields=["review_status", "review_status_reason", "review_status_at"])
     return reviews
+
+
+def review_tools_observe(*, plan: ReviewPlan, outcomes: list[ReviewOutcome]) -> None:
+    """What the run showed of its tools, for later reviews: the last write of the transaction
+    `review_apply` opened. Every review of the project updates the same tool rows and holds
+    their locks until it commits; written first, they made the other worker wait for the
+    whole distillation."""
+    full = next((o for o in outcomes if o.request.window.kind == "full"), None)
+    if full is not None:
+        tool_profiles_observe(project_id=plan.project_id, usage=tool_usage(full.request))
 
 
 # One statement for a review's labels (human ones kept): `bulk_update` built a CASE of every
