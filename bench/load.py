@@ -13,7 +13,8 @@ Figures: trajectories ingested and their rate, ingest and recall p50 / p95; when
 stopped, the age of the oldest trajectory still waiting for its review and the backlog, then the
 seconds until it drained (the headline: "no review more than 60 s behind at the end" asks both
 to stay within 60 s); reviews per second during the load and after it; the largest ingest →
-review delay of any trajectory. The LAST line is one JSON object.
+review delay of any trajectory; the CPU the worker and PostgreSQL spent per review during the
+drain (what a shared machine distorts less than the seconds). The LAST line is one JSON object.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.common import Site, free_port, percentile  # noqa: E402
+from bench.ingest import cpu_by_group  # noqa: E402
 from bench.trajectories import TASKS, trajectory  # noqa: E402
 
 DRAIN_TIMEOUT = 600
@@ -144,11 +146,13 @@ def measure(site: Site, args: argparse.Namespace) -> dict[str, Any]:
         reviewed_during = db.execute(_DONE).fetchone()[0] - reviewed_before
         print(f"load stopped       after {load_seconds:.1f} s, backlog {backlog} "
               f"{_statuses(db)}", flush=True)  # fmt: skip
+        cpu_at_stop = cpu_by_group(site)
         while (waiting := db.execute(_WAITING).fetchone()[0]) and (
             time.monotonic() - stopped < DRAIN_TIMEOUT
         ):
             time.sleep(0.5)
         drained = time.monotonic() - stopped
+        cpu = {g: s - cpu_at_stop.get(g, 0.0) for g, s in cpu_by_group(site).items()}
         print(f"drain ended        after {drained:.1f} s {_statuses(db)}", flush=True)
         ingested = db.execute("SELECT count(*) FROM traces_trace").fetchone()[0] - before
         (worst,) = db.execute(
@@ -172,6 +176,11 @@ def measure(site: Site, args: argparse.Namespace) -> dict[str, Any]:
         "drained": not waiting,
         "reviewed_per_s_after_load": round((backlog - waiting) / drained, 1) if drained else None,
         "worst_ingest_to_review_s": round(float(worst), 1),
+        # Once the load stopped the web is idle: the worker's CPU and PostgreSQL's are the reviews'.
+        "drain_cpu_ms_per_review": {
+            group: round(cpu.get(group, 0.0) * 1000 / max(1, backlog - waiting), 1)
+            for group in ("worker", "postgres")
+        },
         "errors": sum(clients.errors.values()),
         "errors_by_kind": clients.errors,
     }
@@ -208,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{figures['backlog_at_stop']}, drained in "
               f"{figures['drain_seconds']} s; worst ingest -> review "
               f"{figures['worst_ingest_to_review_s']} s", flush=True)  # fmt: skip
+        print(f"drain CPU          per review: worker "
+              f"{figures['drain_cpu_ms_per_review']['worker']} ms, PostgreSQL "
+              f"{figures['drain_cpu_ms_per_review']['postgres']} ms", flush=True)  # fmt: skip
     except RuntimeError as error:
         print(error, file=sys.stderr)
         figures["failure"] = str(error).splitlines()[0]

@@ -70,6 +70,7 @@ def review_trace(self, trace_id: int) -> str:
                 dedup_on_commit([e.pk for e in experiences])
                 if experiences:
                     transaction.on_commit(partial(keyword_stats_refresh, follow=False), robust=True)
+                review.review_tools_observe(plan=plan, outcomes=outcomes)
     except IntegrityError:
         if not review.review_applied_before(trace_id=trace_id):
             raise  # not another delivery's doing: the task fails, and the trace says why

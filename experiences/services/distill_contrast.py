@@ -3,8 +3,10 @@ from a success / failure pair), appended to each side's advice once."""
 
 import re
 
-from experiences.models import Experience, ExperienceSource
-from experiences.services.versions import version_record
+from django.utils import timezone
+
+from experiences.models import Experience, ExperienceSource, ExperienceVersion
+from experiences.services.versions import version_of
 from traces.review.heuristic.blame import ENDED
 
 # The clauses a contrast appended: kept when a relabel rebuilds the rest of the advice.
@@ -54,7 +56,12 @@ def experiences_contrast(experience: Experience, *, limit: int = 2) -> list[Expe
         .values_list("experience_id", "trace_id")
     ):
         traces.setdefault(experience_id, []).append(trace_id)
-    changed = []
+    # Every change is decided first and written at the end, three statements in all (one per
+    # change and table before: nine for a review's usual three changes, and a row contrasted
+    # twice was rewritten twice, each time with new entries in every index, the HNSW one too).
+    changed: dict[int, Experience] = {}
+    sources: list[ExperienceSource] = []
+    versions: list[ExperienceVersion] = []
     for other in others:
         for target, lesson_from in ((experience, other), (other, experience)):
             source = next(iter(traces.get(lesson_from.pk, ())), None)
@@ -65,12 +72,20 @@ def experiences_contrast(experience: Experience, *, limit: int = 2) -> list[Expe
                 continue
             target.advice = f"{target.advice}{clause}"
             target.version += 1
-            target.save(update_fields=["advice", "version", "updated_at"])
-            ExperienceSource.objects.create(experience=target, trace_id=source)
+            changed[target.pk] = target
+            sources.append(ExperienceSource(experience=target, trace_id=source))
             traces[target.pk].append(source)
-            version_record(
-                target, reason=f"contrasted with experience {lesson_from.pk} of the same task"
+            versions.append(
+                version_of(
+                    target, reason=f"contrasted with experience {lesson_from.pk} of the same task"
+                )
             )
-            if target is other:
-                changed.append(other)
-    return changed
+    if not changed:
+        return []
+    now = timezone.now()
+    for target in changed.values():
+        target.updated_at = now  # as save() would (auto_now)
+    Experience.objects.bulk_update(list(changed.values()), ["advice", "version", "updated_at"])
+    ExperienceSource.objects.bulk_create(sources)
+    ExperienceVersion.objects.bulk_create(versions)
+    return [other for other in others if other.pk in changed]

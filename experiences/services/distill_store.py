@@ -21,6 +21,7 @@ from traces.models import Review, Trace
 from traces.review.types import counts_as_success
 
 MAX_PATTERN_SOURCES = 20
+_COUNTED_FIELDS = ["occurrences", "sources", "environment", "agents", "instead", "last_seen_at"]
 
 
 def _scene(trace: Trace) -> dict[str, Any]:
@@ -112,6 +113,7 @@ def patterns_store(*, trace: Trace, drafts: list[PatternDraft]) -> list[FailureP
             project_id=trace.project_id, signature_hash__in=[d.signature_hash for d in drafts]
         )
     }
+    counted: dict[int, FailurePattern] = {}
     for draft in drafts:
         pattern = locked[draft.signature_hash]
         source = {"trace_id": draft.trace_id, "index": draft.index}
@@ -123,7 +125,10 @@ def patterns_store(*, trace: Trace, drafts: list[PatternDraft]) -> list[FailureP
         pattern.agents = sorted(set(pattern.agents) | {trace.agent})
         if draft.instead and not pattern.instead:
             pattern.instead = draft.instead
-        pattern.save()
+        pattern.last_seen_at = timezone.now()  # as save() would (auto_now)
+        counted[pattern.pk] = pattern
+    # One statement for all of them (a review's failures mostly recur: one per pattern before).
+    FailurePattern.objects.bulk_update(list(counted.values()), _COUNTED_FIELDS)
     return list(locked.values())
 
 

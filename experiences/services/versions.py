@@ -13,10 +13,11 @@ def experience_scene(experience: Experience) -> dict[str, Any]:
     return {name: getattr(experience, name) for name in SCENE_FIELDS}
 
 
-def version_record(experience: Experience, *, reason: str) -> ExperienceVersion:
-    """Record `experience.version` as it is now (call after saving the change)."""
+def version_of(experience: Experience, *, reason: str) -> ExperienceVersion:
+    """`experience.version` as it reads now, not saved yet (for writers that save several
+    versions in one statement)."""
     max_reason = ExperienceVersion._meta.get_field("reason").max_length or 200
-    return ExperienceVersion.objects.create(
+    return ExperienceVersion(
         experience=experience,
         version=experience.version,
         advice=experience.advice,
@@ -25,3 +26,10 @@ def version_record(experience: Experience, *, reason: str) -> ExperienceVersion:
         source=experience.source,
         reason=reason[:max_reason],
     )
+
+
+def version_record(experience: Experience, *, reason: str) -> ExperienceVersion:
+    """Record `experience.version` as it is now (call after saving the change)."""
+    version = version_of(experience, reason=reason)
+    version.save(force_insert=True)
+    return version

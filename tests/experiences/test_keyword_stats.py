@@ -105,3 +105,15 @@ def test_a_refresh_that_analyzed_does_not_analyze_again_for_one_more_experience(
     flush_change_counts()
 
     assert keyword_stats_refresh() is False
+
+
+def test_the_check_after_a_review_with_nothing_due_is_one_statement(
+    project, django_assert_num_queries
+):
+    library(project, 30, "refund the cancelled flight of reservation QX{n:02d}RB")
+    keyword_stats_refresh(force=True)
+    make_experience(project, summary="rebook the passenger on the next train")  # 1 of 31
+
+    # Inside the test's transaction the statistics snapshot is cleared first: two statements.
+    with django_assert_num_queries(2):
+        assert keyword_stats_refresh(follow=False) is False

@@ -2,6 +2,8 @@
 for the same case, the family's workflow and insights, tools judged by their declarations."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from experiences.models import Experience, TaskFamily
 from experiences.services.families import family_induce
@@ -400,3 +402,26 @@ def test_a_success_and_a_failure_of_the_same_task_each_learn_from_the_other_once
     )
     won.refresh_from_db()
     assert won.advice.count("(an earlier run of this task failed that way)") == 1
+
+
+def test_a_contrast_changes_three_experiences_in_one_update(post):
+    reviewed(post, change_flight("ok-1", "omar_rossi_1241", "UM3OG5"))
+    reviewed(post, change_flight("ok-2", "omar_rossi_1241", "UM3OG5"))
+    with CaptureQueriesContext(connection) as review:
+        reviewed(
+            post,
+            change_flight(
+                "bad-1", "omar_rossi_1241", "UM3OG5", outcome="failure", read_first=False
+            ),
+        )
+
+    # Both successes learn from the failure, and the failure from one of them (the other
+    # teaches the same): three experiences changed, each with a version saying why.
+    lost = Experience.objects.get(kind="episode", polarity="failure")
+    assert lost.versions.latest("version").reason.startswith("contrasted with experience ")
+    for won in Experience.objects.filter(kind="episode", polarity="success"):
+        assert won.versions.latest("version").reason == (
+            f"contrasted with experience {lost.pk} of the same task"
+        )
+    updates = [q["sql"] for q in review.captured_queries if q["sql"].startswith("UPDATE")]
+    assert sum('"experiences_experience"' in sql for sql in updates) == 1

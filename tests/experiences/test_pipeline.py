@@ -8,6 +8,7 @@ from experiences.models import Experience, ExperienceVersion, FailurePattern
 from hindsight_site.pipeline import rederive_trace, review_trace
 from tests.experiences.trajectories import chat_only_body, seed_000_body, short_body
 from traces.models import Review, Step, Trace
+from traces.review import service as review
 from traces.schemas import TraceIn
 from traces.services.ingest import trace_ingest
 
@@ -146,6 +147,22 @@ def test_a_short_trace_with_an_anomaly_gets_a_local_review(project, settings):
     )
     assert labels(trace) == {0: "failed", 1: "failed"}
     assert Experience.objects.get().polarity == "failure"
+
+
+def test_beginning_a_review_claims_the_trace_in_one_statement(project, django_assert_num_queries):
+    trace = ingest(project, seed_000_body())
+    # The claim, the steps, what the project knows of its tools.
+    with django_assert_num_queries(3):
+        plan = review.review_begin(trace_id=trace.pk, worker="w1")
+    assert plan is not None and plan.project_id == project.pk
+    # A task redelivered after its worker died takes the trace again, under its own name.
+    assert review.review_begin(trace_id=trace.pk, worker="w2") is not None
+    trace.refresh_from_db()
+    assert (trace.review_status, trace.review_worker) == ("reviewing", "w2")
+    # A reviewed trace is not taken.
+    Trace.objects.filter(pk=trace.pk).update(review_status="reviewed")
+    assert review.review_begin(trace_id=trace.pk, worker="w3") is None
+    assert Trace.objects.get(pk=trace.pk).review_worker == "w2"
 
 
 def test_reviewing_twice_changes_nothing(project):

@@ -2,7 +2,8 @@
 
 The reviewer itself runs between `review_begin` and `review_apply`, outside any transaction, so
 a slow LLM never holds a row lock. `review_apply` must run inside the caller's transaction
-together with the distillation of experiences: labels, reviews and experiences land together.
+together with the distillation of experiences: labels, reviews and experiences land together;
+`review_tools_observe` closes that transaction.
 """
 
 from dataclasses import dataclass
@@ -89,43 +90,47 @@ def review_request(trace: TraceView, steps: list[StepView], window: Window) -> R
     return ReviewRequest(trace=trace, steps=in_window, window=window, prompt=prompt)
 
 
+# The claim in one statement (a transaction of a locking read and an update was four round
+# trips). A trace already `reviewing` is taken again: that is a redelivered task whose worker died.
+_CLAIM = """
+    UPDATE traces_trace SET review_status = %s, review_status_reason = '', review_status_at = %s,
+        review_worker = %s
+    WHERE id = %s AND completed_at IS NOT NULL AND review_status = ANY(%s)
+    RETURNING *
+"""
+
+
 def review_begin(*, trace_id: int, worker: str = "") -> ReviewPlan | None:
     """Claim the trace for review and decide which reviews run; None when there is nothing to do.
 
-    A trace already `reviewing` is taken again: that is a redelivered task whose worker died.
+    The trace is claimed (`reviewing`) before its steps are read: one that turns out not to be
+    worth a review is then marked skipped (a worker dying in between leaves it `reviewing`, taken
+    back as any review of a dead worker is).
     """
-    with transaction.atomic():
-        trace = Trace.objects.select_for_update().filter(pk=trace_id).first()
-        if trace is None or not trace.is_complete or trace.review_status not in ACTIVE:
-            return None
-        steps = [step_view(s) for s in trace.steps.order_by("index")]
-        view = trace_view(trace)
-        windows: list[Window] = []
-        full_reason = full_review_reason(view, steps)
-        short_reason = None if full_reason else short_review_reason(view, steps)
-        if full_reason is not None:
-            windows.append(Window("full", "size", steps[0].index, steps[-1].index))
-        elif short_reason is not None:
-            windows.append(Window("full", SHORT, steps[0].index, steps[-1].index))
-        windows.extend(local_windows(steps))
-        if not windows:
-            trace.review_status = Trace.ReviewStatus.SKIPPED
-            trace.review_status_reason = skip_reason(view, steps)
-            trace.review_status_at = timezone.now()
-            trace.save(update_fields=["review_status", "review_status_reason", "review_status_at"])
-            return None
-        trace.review_status = Trace.ReviewStatus.REVIEWING
-        trace.review_status_reason = ""
-        trace.review_status_at = timezone.now()
-        trace.review_worker = worker
-        trace.save(
-            update_fields=[
-                "review_status",
-                "review_status_reason",
-                "review_status_at",
-                "review_worker",
-            ]
+    claimed = Trace.objects.raw(
+        _CLAIM,
+        [Trace.ReviewStatus.REVIEWING, timezone.now(), worker, trace_id, list(ACTIVE)],
+    )
+    trace = next(iter(claimed), None)
+    if trace is None:
+        return None
+    steps = [step_view(s) for s in Step.objects.filter(trace_id=trace_id).order_by("index")]
+    view = trace_view(trace)
+    windows: list[Window] = []
+    full_reason = full_review_reason(view, steps)
+    short_reason = None if full_reason else short_review_reason(view, steps)
+    if full_reason is not None:
+        windows.append(Window("full", "size", steps[0].index, steps[-1].index))
+    elif short_reason is not None:
+        windows.append(Window("full", SHORT, steps[0].index, steps[-1].index))
+    windows.extend(local_windows(steps))
+    if not windows:
+        Trace.objects.filter(pk=trace_id, review_status=Trace.ReviewStatus.REVIEWING).update(
+            review_status=Trace.ReviewStatus.SKIPPED,
+            review_status_reason=skip_reason(view, steps),
+            review_status_at=timezone.now(),
         )
+        return None
     locals_ = [w for w in windows if w.kind == "local"]
     parts = [f"full review ({full_reason})"] if full_reason else []
     if locals_:
@@ -210,14 +215,21 @@ def review_apply(*, plan: ReviewPlan, outcomes: list[ReviewOutcome]) -> list[Rev
 
     now = timezone.now()
     _labels_write(trace.pk, _labels_to_apply(outcomes), now)
-    full = next((o for o in outcomes if o.request.window.kind == "full"), None)
-    if full is not None:  # what this run showed of its tools, for later reviews
-        tool_profiles_observe(project_id=trace.project_id, usage=tool_usage(full.request))
     trace.review_status = Trace.ReviewStatus.REVIEWED
     trace.review_status_reason = plan.reason
     trace.review_status_at = now
     trace.save(update_fields=["review_status", "review_status_reason", "review_status_at"])
     return reviews
+
+
+def review_tools_observe(*, plan: ReviewPlan, outcomes: list[ReviewOutcome]) -> None:
+    """What the run showed of its tools, for later reviews: the last write of the transaction
+    `review_apply` opened. Every review of the project updates the same tool rows and holds
+    their locks until it commits; written first, they made the other worker wait for the
+    whole distillation."""
+    full = next((o for o in outcomes if o.request.window.kind == "full"), None)
+    if full is not None:
+        tool_profiles_observe(project_id=plan.project_id, usage=tool_usage(full.request))
 
 
 # One statement for a review's labels (human ones kept): `bulk_update` built a CASE of every
