@@ -13,9 +13,9 @@ there is; by score among its runs, which tells two requests of one user apart be
 their outcome), then the asked family's workflow, then the rest by score. When the same case
 is served, the near items are of several families and none of the case's successful runs is
 of the asked one, the workflow keeps its place by score: the case's own runs say more than one
-family's calls among several (hand-judged on
-τ-bench, workflows put right after such a case helped 9 times and misled 13; on HotpotQA, where
-every run is of one family, the workflow after the same case was judged helpful all 83 times).
+family's calls among several (hand-judged on τ-bench, workflows put right after such a case
+helped 9 times and misled 13; on HotpotQA, where every run is of one family, the workflow after
+the same case was judged helpful all 83 times).
 
 **When the vote is split.** The asked family's workflow goes first only when that family holds
 at least HINDSIGHT_RECALL_FAMILY_CLEAR_SHARE (0.6) of the score the k best items' families hold:
