@@ -386,8 +386,8 @@ def test_a_failed_run_s_replay_lists_every_change_it_made():
     replay = HeuristicReviewer().review(request_for(trace, steps)).template.replay
     assert replay == (
         'The same case ran before (failure): get_user_details "omar_rossi_1241"; the run failed '
-        'after its changes cancel_reservation "UM3OG5", cancel_reservation "K1NW8N": check each '
-        "change against the request and the rules before you make it again."
+        'after its changes cancel_reservation "UM3OG5", then cancel_reservation "K1NW8N": check '
+        "each change against the request and the rules before you make it again."
     )
 
 

@@ -221,8 +221,11 @@ def _could_change(request: ReviewRequest) -> bool:
 
 
 def _listed(changes: list[StepView]) -> str:
+    """The changes in the order they were made, "A, then B": a call's arguments are joined by
+    commas too ("reservation_id=FQ8APE, cabin=economy"), so a comma alone ran two calls into
+    one."""
     made = list(dict.fromkeys(literal_call(c) for c in changes))
-    text = ", ".join(made[:REPLAYED_CHANGES])
+    text = ", then ".join(made[:REPLAYED_CHANGES])
     if len(made) > REPLAYED_CHANGES:
         text += f" and {len(made) - REPLAYED_CHANGES} more"
     return text
