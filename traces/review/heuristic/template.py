@@ -220,11 +220,15 @@ def _could_change(request: ReviewRequest) -> bool:
     return any(e.changes_state and not e.hands_off and e.every_run is False for e in known.values())
 
 
-def _listed(changes: list[StepView]) -> str:
+def _made(changes: list[StepView]) -> list[str]:
+    """The changes as made, each once, in order."""
+    return list(dict.fromkeys(literal_call(c) for c in changes))
+
+
+def _listed(made: list[str]) -> str:
     """The changes in the order they were made, "A, then B": a call's arguments are joined by
     commas too ("reservation_id=FQ8APE, cabin=economy"), so a comma alone ran two calls into
     one."""
-    made = list(dict.fromkeys(literal_call(c) for c in changes))
     text = ", then ".join(made[:REPLAYED_CHANGES])
     if len(made) > REPLAYED_CHANGES:
         text += f" and {len(made) - REPLAYED_CHANGES} more"
@@ -263,7 +267,7 @@ def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blam
     if path := literal_path(calls):
         text += f": {path}"
     if succeeded and changes:
-        text += f"; its changes were {_listed(changes)}"
+        text += f"; its changes were {_listed(_made(changes))}"
     if handed:
         text += f"; then it handed the case to a person ({literal_call(handed[-1])})"
     if blame is not None:
@@ -275,8 +279,8 @@ def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blam
         elif blame.evidence == CHANGED and step.tool:
             # The run failed after its changes; the outcome alone does not say which one was the
             # mistake (the blamed one may be what the case needs, with another one too many).
-            made = list(dict.fromkeys(literal_call(c) for c in changes))
-            listed_changes = _listed(changes)
+            made = _made(changes)
+            listed_changes = _listed(made)
             if blame.outcome_only:
                 after = f"the run failed after {'its changes ' if len(made) > 1 else ''}"
                 after += listed_changes
