@@ -59,10 +59,16 @@ export async function scriptAgent(task, turns) {
   if (!response.ok) throw new Error(`scripting the model: ${response.status}`);
 }
 
-/** The chat requests the model received for `task`, in order. */
+/** The chat requests the model received for `task`, in order. The fake model is shared with
+ * the Python tests, and it also records Responses API bodies (`input`, no `messages`): those
+ * are never this task's chat requests. */
 export async function chatRequests(task) {
   const { requests } = await (await fetch(`${LLM}/test/chat-requests`)).json();
-  return requests.filter((body) => contentText(body.messages.find((m) => m.role === "user")?.content) === task);
+  return requests.filter(
+    (body) =>
+      Array.isArray(body.messages) &&
+      contentText(body.messages.find((m) => m.role === "user")?.content) === task,
+  );
 }
 
 function contentText(content) {
