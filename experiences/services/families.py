@@ -27,7 +27,7 @@ from experiences.embeddings import get_embedder
 from experiences.models import Experience, ExperienceDedupDue, ExperienceSource, TaskFamily
 from experiences.services.family_induction import Induced, Member, insights, workflow
 from experiences.services.versions import version_record
-from traces.review.heuristic.values import content_words
+from traces.review.heuristic.values import case_identifiers, content_words
 from traces.review.scene import cut_at_word
 
 INDUCE_TASK = "experiences.induce_family"
@@ -119,7 +119,7 @@ def _members(family: TaskFamily) -> tuple[list[Member], str]:
         .order_by("-id")
         .values_list("id", "polarity", "calls", "request")[:MAX_MEMBERS]
     )
-    episodes = [row[:3] for row in rows]
+    episodes = [(row[0], row[1], row[2], _case(row[3] or "")) for row in rows]
     shared = Counter(w for row in rows for w in content_words(row[3] or ""))
     needed = max(2, math.ceil(len(episodes) * SHARED_WORD_SHARE))
     words = " ".join(w for w, n in shared.most_common(MAX_SHARED_WORDS) if n >= needed)
@@ -129,11 +129,21 @@ def _members(family: TaskFamily) -> tuple[list[Member], str]:
         .values_list("experience_id", "trace_id")
     )
     members = [
-        Member(trace_id=traces[eid], succeeded=polarity == "success", calls=calls or [])
-        for eid, polarity, calls in episodes
+        Member(traces[eid], polarity == "success", calls or [], case)
+        for eid, polarity, calls, case in episodes
         if eid in traces
     ]
     return members, words
+
+
+def _case(request: str) -> frozenset[str]:
+    """What names a member's case (family_induction.Member.case): its request's ids, else the
+    request itself (a question asked again is the same case)."""
+    ids = case_identifiers(request)
+    if ids:
+        return frozenset(ids)
+    text = " ".join(request.lower().split())
+    return frozenset({f"request:{text}"}) if text else frozenset()
 
 
 def _key(family: TaskFamily, induced: Induced) -> str:

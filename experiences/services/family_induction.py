@@ -1,7 +1,7 @@
 """What a family of runs teaches beyond any one of them (ExpeL's insights, Agent Workflow
 Memory's workflows), computed from the episodes' call patterns alone (no database, no LLM).
 
-**Workflow** (at least MIN_SUCCESSES successful runs): the tools that at least half of the
+**Workflow** (successful runs of at least MIN_SUCCESSES cases): the tools that at least half of the
 successful runs called among their necessary calls, in the order they called them (the mean of
 each tool's relative position), each shown by the way the runs called it most often (its
 placeholders, see traces.review.heuristic.placeholders), anchored on the last state-changing
@@ -15,9 +15,16 @@ A hand-off to a person (effect `hand_off`, traces.review.tool_effects) is never 
 nor what an insight recommends: it is how those runs ended, said with its count ("(3 of them
 handed the case to a human agent)").
 
-**Insights** (successes and failures both present): a run is described by what it did — each
-tool it called, each tool it called before a state-changing one, each tool whose call failed —
-and a feature whose share among the successes and among the failures differ by at least
+**Across cases only.** Runs of one case (the same user's request, run again: `distinct_cases`)
+teach that case, and its own episodes replay it to it. Their common calls are no family's way: a
+τ-bench family whose successes were all one user's "cancel two bookings (one refused), then
+upgrade a third" taught "When you use update_reservation_flights, first …, then
+cancel_reservation …", served first to plain cancellations; and its insights only told that
+case's calls from the failures of other cases joined to the family.
+
+**Insights** (failures, and successes of at least two cases): a run is described by what it
+did — each tool it called, each tool it called before a state-changing one, each tool whose call
+failed — and a feature whose share among the successes and among the failures differ by at least
 MIN_CONTRAST (and that at least MIN_RUNS runs on the side it speaks for show) becomes an
 insight, with its counts: "When you use update_reservation_flights: successful runs call
 get_reservation_details before it (5 of 6 successful runs, 1 of 4 failed runs)." An insight
@@ -54,6 +61,26 @@ class Member:
     trace_id: int
     succeeded: bool
     calls: list[dict]  # [{"tool", "pattern", "effect", "errored", "necessary"}]
+    # What names its case (the ids its request named, else the request itself; families
+    # ._members): runs whose cases share one are one case. Empty: a case of its own.
+    case: frozenset[str] = frozenset()
+
+
+def distinct_cases(members: list[Member]) -> int:
+    """How many cases the runs are: runs naming a common id (or asking the same request) are one.
+    Five runs of one user's request are one case, and what they share teaches that case only."""
+    groups: list[set[str]] = []
+    alone = 0
+    for member in members:
+        if not member.case:
+            alone += 1
+            continue
+        joined = set(member.case)
+        for group in [g for g in groups if g & joined]:
+            joined |= group
+            groups.remove(group)
+        groups.append(joined)
+    return len(groups) + alone
 
 
 @dataclass(frozen=True)
@@ -79,7 +106,7 @@ def _pattern_of(members: list[Member], tool: str) -> str:
 
 def workflow(members: list[Member]) -> Induced | None:
     successes = [m for m in members if m.succeeded and m.calls]
-    if len(successes) < MIN_SUCCESSES:
+    if len(successes) < MIN_SUCCESSES or distinct_cases(successes) < MIN_SUCCESSES:
         return None
     positions: dict[str, list[float]] = {}
     effects: dict[str, str] = {}
@@ -234,6 +261,8 @@ def insights(members: list[Member]) -> list[Induced]:
     failures = [m for m in members if not m.succeeded]
     if not successes or not failures or len(members) < 3:
         return []
+    if distinct_cases(successes) < MIN_SUCCESSES:
+        return []  # what one case's successes did differently is that case, not the family's
     in_success: Counter[str] = Counter()
     in_failure: Counter[str] = Counter()
     described: dict[str, tuple[str, str, str]] = {}

@@ -55,7 +55,7 @@ from django.db import connections, router
 from django.db.models import Sum
 
 from experiences.models import Experience
-from traces.review.heuristic.values import key_values
+from traces.review.heuristic.values import case_identifiers
 from traces.review.scene import cut_at_word
 
 BLOCK_CHARS = 1000  # the whole block, header included
@@ -74,17 +74,6 @@ class Case:
     sources: tuple[str, ...] = ()  # external ids of the runs it came from (the first few)
 
 
-def _identifiers(text: str) -> set[str]:
-    """Ids of one case: a token with two letters and two digits at least ("k1nw8n",
-    "b08fsysm24") or an underscored name ("mia_li_3668"); never a bare number, price or date
-    ("40.00" is in half of all shopping requests), nor a spec like "1080p" or "12v"."""
-    return {
-        v
-        for v in key_values(text)
-        if "_" in v or (sum(c.isdigit() for c in v) >= 2 and sum(c.isalpha() for c in v) >= 2)
-    }
-
-
 _CODE = re.compile(r"\b(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,10}\b")
 
 
@@ -96,8 +85,8 @@ def _codes(text: str) -> set[str]:
 
 
 def _case_ids(request: str, replay: str) -> set[str]:
-    """The ids an earlier run's request named: _identifiers, and the codes its calls used."""
-    return _identifiers(request) | {c for c in _codes(request) if c.upper() in replay}
+    """The ids an earlier run's request named: case_identifiers, and the codes its calls used."""
+    return case_identifiers(request) | {c for c in _codes(request) if c.upper() in replay}
 
 
 def same_case_of(items, query_task: str, known: dict[int, Case] | None = None) -> dict[int, Case]:
@@ -117,7 +106,7 @@ def same_case_of(items, query_task: str, known: dict[int, Case] | None = None) -
             [SOURCES_SHOWN, ids],
         )
         rows = {row[0]: row[1:] for row in cursor.fetchall()}
-    asked = _identifiers(query_task) | _codes(query_task)
+    asked = case_identifiers(query_task) | _codes(query_task)
     cases = {}
     for item in items:
         if item.experience.id in known:

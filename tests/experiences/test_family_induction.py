@@ -1,6 +1,6 @@
 """What a family of runs teaches: its workflow and contrastive insights (pure functions)."""
 
-from experiences.services.family_induction import Member, insights, workflow
+from experiences.services.family_induction import Member, distinct_cases, insights, workflow
 
 USER = "get_user_details <user_id from the request>"
 RESERVATION = "get_reservation_details <reservation_id from get_user_details>"
@@ -54,6 +54,31 @@ def test_a_workflow_is_the_calls_most_successful_runs_made_in_order():
 
 def test_one_success_is_no_workflow():
     assert workflow(FAMILY[:1] + FAMILY[3:]) is None
+
+
+def test_runs_naming_a_common_id_are_one_case():
+    def run(trace_id, *ids):
+        return Member(trace_id, True, [], frozenset(ids))
+
+    assert distinct_cases([run(1, "mia_li_3668"), run(2, "mia_li_3668", "k1nw8n")]) == 1
+    # Linked through a third run: one user's two bookings.
+    assert distinct_cases([run(1, "a1b2"), run(2, "c3d4"), run(3, "a1b2", "c3d4")]) == 1
+    assert distinct_cases([run(1, "mia_li_3668"), run(2, "sara_doe_496"), run(3)]) == 3
+
+
+def test_the_successes_of_one_case_teach_the_family_nothing():
+    # One user's request run again: its common calls (two changes, one refused) are that case.
+    same = frozenset({"aarav_ahmed_6699"})
+    family = [
+        Member(1, True, calls(RESERVATION, "cancel_reservation <reservation_id>", CHANGE), same),
+        Member(2, True, calls(RESERVATION, "cancel_reservation <reservation_id>", CHANGE), same),
+        Member(3, False, calls(USER, CHANGE, necessary=False), frozenset({"mia_li_3668"})),
+        Member(4, False, calls(CHANGE, necessary=False), frozenset({"sara_doe_496"})),
+    ]
+    assert workflow(family) is None and insights(family) == []
+    # A success of another case: now the runs teach the family.
+    family.append(Member(5, True, calls(USER, RESERVATION, CHANGE), frozenset({"noah_brown_123"})))
+    assert workflow(family) is not None and insights(family)
 
 
 def test_a_family_whose_successes_only_read_is_told_they_changed_nothing():

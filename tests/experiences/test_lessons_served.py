@@ -229,6 +229,17 @@ def test_a_family_yields_a_workflow_and_an_insight_served_for_a_new_task(post):
     assert len(answer["prompt_block"]) <= 1000
 
 
+def test_one_user_s_request_run_again_is_no_family_s_workflow(post):
+    # Two successes of one case: what they share is that case's (its episodes replay it).
+    reviewed(post, change_flight("ok-1", "omar_rossi_1241", "UM3OG5"))
+    reviewed(post, change_flight("ok-2", "omar_rossi_1241", "UM3OG5"))
+    family = TaskFamily.objects.get()
+    assert family_induce(family_id=family.pk) == "0 item(s)"
+    reviewed(post, change_flight("ok-3", "sara_doe_496", "ZFA04Y"))
+    assert family_induce(family_id=family.pk) != "0 item(s)"
+    assert Experience.objects.get(kind="workflow").support_count == 3
+
+
 def test_an_episode_merged_into_another_is_no_member_of_its_family(post, monkeypatch):
     from experiences.services import families
     from experiences.services.merging import experience_merge

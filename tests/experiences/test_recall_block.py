@@ -10,12 +10,12 @@ from experiences.services.recall_block import (
     FamilyVote,
     _case_ids,
     _codes,
-    _identifiers,
     is_same_case,
     ordered,
     prompt_block,
     served_items,
 )
+from traces.review.heuristic.values import case_identifiers
 
 CHANGE, TRANSFER = 1, 2  # two task families
 
@@ -81,7 +81,7 @@ def test_with_the_same_case_served_the_workflow_follows_it_only_if_the_case_succ
 
 def test_a_booking_code_in_capitals_is_an_id_where_the_run_called_a_tool_with_it():
     query = "Hi! I need help with my reservation. My reservation ID is HXDUBJ. PLEASE hurry."
-    assert {"hxdubj", "please"} <= _identifiers(query) | _codes(query)
+    assert {"hxdubj", "please"} <= case_identifiers(query) | _codes(query)
     request = "I'd like to change my flight in reservation HXDUBJ. PLEASE help."
     replay = 'The same case ran before (failure): get_reservation_details "HXDUBJ"; do not …'
     assert _case_ids(request, replay) == {"hxdubj"}  # "PLEASE" went to no tool

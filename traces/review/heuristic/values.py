@@ -42,6 +42,17 @@ def key_values(text: str) -> set[str]:
     return set(_key_values(text[:_SCAN_CHARS]))
 
 
+def case_identifiers(text: str) -> set[str]:
+    """Ids of one case: a token with two letters and two digits at least ("k1nw8n",
+    "b08fsysm24") or an underscored name ("mia_li_3668"); never a bare number, price or date
+    ("40.00" is in half of all shopping requests), nor a spec like "1080p" or "12v"."""
+    return {
+        v
+        for v in key_values(text)
+        if "_" in v or (sum(c.isdigit() for c in v) >= 2 and sum(c.isalpha() for c in v) >= 2)
+    }
+
+
 # A review reads the same step texts once per window (the full review and each local one) and
 # the flow rules again: the scans are kept for the texts seen last.
 @lru_cache(maxsize=1024)
