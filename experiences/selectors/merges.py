@@ -9,7 +9,7 @@ from django.db.models.fields.json import KT
 
 from core.pagination import Page, paginate_by_id, paginate_by_rank
 from experiences.models import ExperienceMerge, MergeProposal
-from experiences.services.merging import specificity
+from experiences.services.merging import wording_rank
 from traces.models import Project
 from traces.selectors.trace_list import capped_count
 
@@ -57,9 +57,9 @@ class ProposalRow:
 
     @property
     def suggested_keep(self) -> str:
-        """The wording dedup would keep: the more specific one (more tools, environment detail)."""
+        """The wording dedup would keep (merging.wording_rank)."""
         first, second = self.proposal.first, self.proposal.second
-        return "second" if specificity(second) > specificity(first) else "first"
+        return "second" if wording_rank(second) > wording_rank(first) else "first"
 
     @property
     def suggested_advice(self) -> str:

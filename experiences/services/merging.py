@@ -1,8 +1,10 @@
 """Merges of two experiences and their undo (dedup merges automatically, admins by hand).
 
-A merge keeps the older row (ids that agents and people hold stay valid), takes the more
-specific wording (or the wording given: an LLM's merge of both, or a person's), unions the scene
-and the evidence, moves the provenance, and stores a snapshot of both rows so undo restores
+A merge keeps the older row (ids that agents and people hold stay valid), takes the better
+wording (`wording_rank`; or the wording given: an LLM's merge of both, or a person's) with what
+describes it (its scene, and the replay, blame, calls and path it was written from: a row whose
+advice is one run's and whose replay and `same_case_only` are another's is served wrongly),
+unions the evidence, moves the provenance, and stores a snapshot of both rows so undo restores
 them exactly. Rows are locked in id order, so two workers merging at once never merge into a
 row that was just merged away, and never deadlock.
 """
@@ -54,7 +56,13 @@ SNAPSHOT_FIELDS = [
     "downvotes",
     "version",
     "embedding_model",
+    "replay",
+    "blame",
+    "calls",
+    "same_case_only",
 ]
+# What a wording was written from, beside its scene: it goes where the wording goes.
+_OF_THE_WORDING = ("replay", "blame", "calls", "same_case_only", "path")
 
 
 def _snapshot(experience: Experience) -> dict[str, Any]:
@@ -82,6 +90,14 @@ def specificity(experience: Experience) -> tuple[int, int]:
         + (1 if experience.intent else 0)
     )
     return detail, len(experience.advice)
+
+
+def wording_rank(experience: Experience) -> tuple[bool, int, int]:
+    """Which of two wordings a merge keeps: one that teaches other cases before one served only
+    as its own case's replay (`same_case_only`: a run of a case that handed it to a person,
+    merged with a run of the same case that answered itself, made the hand-off recipe the row's
+    advice: "more tools" chose it); then the more specific."""
+    return (not experience.same_case_only, *specificity(experience))
 
 
 def _lock_pair(first_id: int, second_id: int) -> tuple[Experience, Experience]:
@@ -122,13 +138,13 @@ def experience_merge(
         # combined wording written by a person keeps the survivor's scene. The vector is the
         # scene's, so nothing is embedded here.
         if advice is None:
-            winner = max((survivor, absorbed), key=specificity)
+            winner = max((survivor, absorbed), key=wording_rank)
         else:
             winner = absorbed if advice == absorbed.advice else survivor
         advice = winner.advice if advice is None else advice
         if winner is absorbed:
             for name in ("summary", "request", "task", "task_key", "keywords", "strategy",
-                         "pitfall", "embedding", "embedding_model"):  # fmt: skip
+                         "pitfall", "embedding", "embedding_model", *_OF_THE_WORDING):  # fmt: skip
                 setattr(survivor, name, getattr(absorbed, name))
         survivor.advice = advice
         survivor.tools = list(dict.fromkeys([*survivor.tools, *absorbed.tools]))

@@ -86,6 +86,33 @@ def test_a_near_identical_experience_is_merged_into_the_older_one(project, trace
 
 
 @pytest.mark.django_db
+def test_the_wording_kept_brings_its_replay_and_what_it_may_be_served_to(project, traces):
+    # One case run twice: the run that handed it to a person (more tools) and the run that
+    # answered itself. The wording that teaches other cases is kept, with its own replay.
+    handed = make(
+        project, trace=traces[0], same_case_only=True, replay="handed it to a person",
+        advice="When you use transfer_to_human_agents, first get_reservation_details.",
+        tools=["get_reservation_details", "transfer_to_human_agents"],
+        calls=[{"tool": "transfer_to_human_agents", "effect": "hand_off"}],
+    )  # fmt: skip
+    answered = make(
+        project, cosine=0.99, trace=traces[1], replay="changed nothing; the answer was 'no'",
+        advice="When you use get_reservation_details: call it with <reservation_id>.",
+        tools=["get_reservation_details"], calls=[{"tool": "get_reservation_details"}],
+    )  # fmt: skip
+
+    assert experience_dedup(experience_id=answered.pk) == "merged"
+    handed.refresh_from_db()
+    assert handed.advice == answered.advice and handed.same_case_only is False
+    assert (handed.replay, handed.calls) == (answered.replay, answered.calls)
+
+    experience_merge_undo(merge_id=ExperienceMerge.objects.get().pk)
+    handed.refresh_from_db()
+    assert handed.same_case_only is True and handed.replay == "handed it to a person"
+    assert handed.calls == [{"tool": "transfer_to_human_agents", "effect": "hand_off"}]
+
+
+@pytest.mark.django_db
 def test_a_similar_experience_becomes_a_merge_proposal(project):
     first = make(project)
     second = make(project, cosine=0.9)

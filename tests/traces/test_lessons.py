@@ -437,6 +437,11 @@ def test_a_successful_run_s_replay_says_what_it_changed_or_that_it_changed_nothi
         text = replay(cancel, effects=unknown)
         assert "changed nothing" not in text and "its changes" not in text
         assert 'cancel_reservation "K1NW8N"' in text
+    # Another tool known to change: the agent could have changed something, but whether this
+    # run's cancellation is a change is not known yet: it is never said to have changed nothing.
+    text = replay(cancel, effects={"cancel_reservation": tool_effect("cancel_reservation")},
+                  project_tools=_made_in_some_runs("update_reservation_flights"))  # fmt: skip
+    assert "changed nothing" not in text and 'cancel_reservation "K1NW8N"' in text
 
 
 def test_a_failed_search_whose_suggestion_the_run_searched_next_is_a_step_of_the_way():

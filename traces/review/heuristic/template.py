@@ -212,6 +212,21 @@ def _changes_made(request: ReviewRequest) -> tuple[list[StepView], list[StepView
     return changes, handed
 
 
+def _may_have_changed(request: ReviewRequest) -> bool:
+    """A call that worked and changes state, but whether every run makes it is not known yet
+    (`every_run` None, too few runs): the run may have changed something, so it is never said to
+    have changed nothing (early in a τ-bench project, a run that moved a flight was replayed
+    as "changed nothing: …, then update_reservation_flights …")."""
+    return any(
+        step.tool
+        and not errored(step)
+        and (effect := request.trace.call_effect(step)).changes_state
+        and not effect.hands_off
+        and effect.every_run is None
+        for step in request.steps
+    )
+
+
 def _could_change(request: ReviewRequest) -> bool:
     """The agent had a tool (the run's or another the project knows) that changes something (not
     a hand-off, not the commit every run makes): only then is "changed nothing" a lesson, the
@@ -262,7 +277,7 @@ def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blam
         s for s in request.steps if s.tool and s.index not in listed
     ]
     text = f"The same case ran before ({outcome})"
-    if succeeded and not changes and _could_change(request):
+    if succeeded and not changes and _could_change(request) and not _may_have_changed(request):
         text += " and changed nothing"
     if path := literal_path(calls):
         text += f": {path}"
