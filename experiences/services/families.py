@@ -75,6 +75,12 @@ def family_join(experience: Experience) -> TaskFamily | None:
         family = _family_get_or_create(experience, peers, _signature(experience), vector)
     if family.size:
         family.centroid = _mean(_floats(family.centroid), family.size, vector)
+    # One induction waits per family: a join sends one only when none is due yet. An induction
+    # due (`induced_size` below `size`) was sent by the join that made it due, and it reads the
+    # members when it runs, this one's too (or beat's sweep sends it, when its task was lost).
+    # Each join sent one before: under load every review re-induced its family from up to
+    # MAX_MEMBERS episodes (8 % of the worker's time in a drain), for the same items in the end.
+    due = family.induced_size < family.size
     family.size += 1
     family.tools = sorted(set(family.tools) | set(experience.tools))
     family.environment = sorted(set(family.environment) | set(experience.environment))
@@ -83,7 +89,8 @@ def family_join(experience: Experience) -> TaskFamily | None:
     experience.family = family
     if experience.pk is not None:
         experience.save(update_fields=["family", "updated_at"])
-    tasks_publish_on_commit(INDUCE_TASK, [(family.pk,)])
+    if not due:
+        tasks_publish_on_commit(INDUCE_TASK, [(family.pk,)])
     return family
 
 
@@ -153,9 +160,12 @@ def _key(family: TaskFamily, induced: Induced) -> str:
 def family_induce(*, family_id: int) -> str:
     """Induce the family's workflow and insights again when it has new members (idempotent)."""
     with transaction.atomic():
-        family = TaskFamily.objects.select_for_update(skip_locked=True).filter(pk=family_id).first()
+        # A join holding the family is waited for (it commits with its review): the joins that
+        # came after this task was sent sent none of their own (family_join), so this one must
+        # not step aside. Its members are read after the lock, the join's new episode with them.
+        family = TaskFamily.objects.select_for_update().filter(pk=family_id).first()
         if family is None:
-            return "busy or gone"  # a join holds it: that join's own task comes after
+            return "gone"
         if family.induced_size >= family.size:
             return "up to date"
         members, words = _members(family)

@@ -240,6 +240,59 @@ def test_one_user_s_request_run_again_is_no_family_s_workflow(post):
     assert Experience.objects.get(kind="workflow").support_count == 3
 
 
+def test_a_family_s_runs_send_one_induction_while_one_is_due(
+    post, monkeypatch, django_capture_on_commit_callbacks
+):
+    from core import publish
+
+    sent = []
+    monkeypatch.setattr(publish, "tasks_publish", lambda name, calls: sent.append(name) or 1)
+    runs = [("omar_rossi_1241", "UM3OG5"), ("sara_doe_496", "ZFA04Y"), ("li_wei_77", "QQ12AB")]
+    for n, (user, reservation) in enumerate(runs):
+        with django_capture_on_commit_callbacks(execute=True):
+            reviewed(post, change_flight(f"ok-{n}", user, reservation))
+    # The first run's induction is due until it runs: the two runs after it send none.
+    assert sent.count("experiences.induce_family") == 1
+    family = TaskFamily.objects.get()
+    assert (family.size, family.induced_size) == (3, 0)
+    assert family_induce(family_id=family.pk) == "1 item(s)"
+    assert Experience.objects.get(kind="workflow").support_count == 3  # every run was read
+    with django_capture_on_commit_callbacks(execute=True):
+        reviewed(post, change_flight("ok-3", "noah_brown_123", "K1NW8N"))
+    assert sent.count("experiences.induce_family") == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_induction_waits_for_a_join_that_holds_its_family(post):
+    import threading
+
+    from django.db import connections, transaction
+
+    reviewed(post, change_flight("ok-1", "omar_rossi_1241", "UM3OG5"))
+    reviewed(post, change_flight("ok-2", "sara_doe_496", "ZFA04Y"))
+    family = TaskFamily.objects.get()
+    locked, release = threading.Event(), threading.Event()
+
+    def join_in_progress():  # a review's transaction, between its join and its commit
+        try:
+            with transaction.atomic():
+                TaskFamily.objects.select_for_update().get(pk=family.pk)
+                locked.set()
+                release.wait(5)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=join_in_progress)
+    holder.start()
+    assert locked.wait(5)
+    threading.Timer(0.3, release.set).start()
+    # The joins after the first sent no induction of their own: this one must not step aside.
+    assert family_induce(family_id=family.pk) == "1 item(s)"
+    holder.join()
+    family.refresh_from_db()
+    assert family.induced_size == family.size == 2
+
+
 def test_an_episode_merged_into_another_is_no_member_of_its_family(post, monkeypatch):
     from experiences.services import families
     from experiences.services.merging import experience_merge
