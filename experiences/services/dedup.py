@@ -32,6 +32,11 @@ from experiences.services.merging import experience_merge
 logger = logging.getLogger(__name__)
 
 DEDUP_TASK = "experiences.dedup_experience"
+# What a check never reads of the rows it compares (a merge locks and reads both rows itself):
+# the keyword search column, the run's calls, path and replay are most of a row, and each check
+# read them for the experience and its five neighbours (and the neighbours' vectors, parsed
+# from text), a fifth of the check's time.
+_UNREAD = ("search", "calls", "path", "replay", "blame", "request", "task", "keywords")
 
 
 def _scene_peers(experience: Experience):
@@ -54,6 +59,7 @@ def _scene_peers(experience: Experience):
 def experience_neighbours(experience: Experience, *, limit: int) -> list[tuple[Experience, float]]:
     rows = (
         _scene_peers(experience)
+        .defer("embedding", *_UNREAD)
         .annotate(distance=CosineDistance("embedding", experience.embedding))
         .order_by("distance")[:limit]
     )
@@ -72,6 +78,7 @@ def experience_dedup(*, experience_id: int, merge_advice=None) -> str:
                 pk=experience_id, merged_into__isnull=True, embedding__isnull=False
             )
             .exclude(status__in=Experience.INACTIVE_STATUSES)
+            .defer(*_UNREAD)
             .annotate(due=Exists(ExperienceDedupDue.objects.filter(experience=OuterRef("pk"))))
             .first()
         )

@@ -44,6 +44,9 @@ def experiences_contrast(experience: Experience, *, limit: int = 2) -> list[Expe
         .exclude(pk=experience.pk)
         .exclude(polarity=experience.polarity)
         .exclude(status__in=Experience.INACTIVE_STATUSES)
+        # Never read here (their versions keep the advice, scene and path): the vector, parsed
+        # from text, and the search column, calls and replay are most of a row.
+        .defer("embedding", "search", "calls", "replay", "request", "task", "keywords")
         .order_by("-id")[:limit]
     )
     if not others:
