@@ -18,6 +18,16 @@ def dedup_experience(experience_id: int) -> str:
     return experience_dedup(experience_id=experience_id, merge_advice=merge_advice_with_llm)
 
 
+@shared_task(name="experiences.dedup_experiences", acks_late=True, ignore_result=True)
+def dedup_experiences(experience_ids: list[int]) -> list[str]:
+    """The checks one write made due, one after the other (if one fails, the rest stay due
+    for beat's sweep, as a lost task's would)."""
+    return [
+        experience_dedup(experience_id=experience_id, merge_advice=merge_advice_with_llm)
+        for experience_id in experience_ids
+    ]
+
+
 @shared_task(name="experiences.dedup_due_experiences", acks_late=True, ignore_result=True)
 def dedup_due_experiences() -> int:
     """Beat: send the dedup checks that never ran (their task lost while Redis was down)."""

@@ -12,7 +12,7 @@ from django.db import IntegrityError, InterfaceError, OperationalError, transact
 
 from core.publish import tasks_publish, tasks_publish_on_commit
 from experiences.services import distill
-from experiences.services.dedup import DEDUP_TASK
+from experiences.services.dedup import DEDUP_BATCH_TASK
 from experiences.services.keyword_stats import keyword_stats_refresh
 from experiences.services.rederive_matured import traces_to_rederive
 from traces.review import service as review
@@ -99,9 +99,10 @@ def dedup_on_commit(experience_ids: list[int]) -> None:
     """Compare new or changed experiences with the library once they are committed.
 
     If the broker is down nothing is lost: their check stays due (`ExperienceDedupDue`) and
-    beat's sweep sends it once Redis is back.
+    beat's sweep sends it once Redis is back. One task checks them all, in order.
     """
-    tasks_publish_on_commit(DEDUP_TASK, [(experience_id,) for experience_id in experience_ids])
+    if experience_ids:
+        tasks_publish_on_commit(DEDUP_BATCH_TASK, [(list(experience_ids),)])
 
 
 @shared_task(name="hindsight.review_traces", acks_late=True, ignore_result=True)

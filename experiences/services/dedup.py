@@ -32,6 +32,10 @@ from experiences.services.merging import experience_merge
 logger = logging.getLogger(__name__)
 
 DEDUP_TASK = "experiences.dedup_experience"
+# The checks one write makes due (a review's experience and the other runs its contrast
+# changed), one task for all of them, in order: each task costs the worker ~2 ms of dispatch
+# and acknowledgement, and a review made three of them due.
+DEDUP_BATCH_TASK = "experiences.dedup_experiences"
 # What a check never reads of the rows it compares (a merge locks and reads both rows itself):
 # the keyword search column, the run's calls, path and replay are most of a row, and each check
 # read them for the experience and its five neighbours (and the neighbours' vectors, parsed

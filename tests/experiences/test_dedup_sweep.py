@@ -222,7 +222,7 @@ def test_a_dedup_lost_while_redis_was_down_is_merged_by_the_sweep(
     with transaction.atomic():  # as a review stores a distilled experience
         new = make(project, cosine=0.99, advice="When you see restarts on k8s, read docker_logs.")
         dedup_on_commit([new.pk])
-    assert "experiences.dedup_experience sent 0 of 1; the rest stays due" in caplog.text
+    assert "experiences.dedup_experiences sent 0 of 1; the rest stays due" in caplog.text
 
     redis_control.start()
     worker = WorkerProcess(tmp_path / "worker.log")

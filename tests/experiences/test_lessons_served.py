@@ -262,6 +262,28 @@ def test_a_family_s_runs_send_one_induction_while_one_is_due(
     assert sent.count("experiences.induce_family") == 2
 
 
+def test_a_review_sends_one_dedup_task_for_every_experience_it_made_due(
+    post, monkeypatch, django_capture_on_commit_callbacks
+):
+    from core import publish
+
+    sent = []
+    monkeypatch.setattr(publish, "tasks_publish", lambda name, calls: sent.append((name, calls)))
+    with django_capture_on_commit_callbacks(execute=True):
+        reviewed(post, change_flight("ok-1", "omar_rossi_1241", "UM3OG5"))
+    (success,) = Experience.objects.filter(kind="episode")
+    sent.clear()
+    failed = change_flight("bad-1", "omar_rossi_1241", "UM3OG5", outcome="failure")
+    with django_capture_on_commit_callbacks(execute=True):
+        reviewed(post, failed)
+    failure = Experience.objects.exclude(pk=success.pk).get(kind="episode")
+    success.refresh_from_db()
+    assert "(that worked in another run of this task)" in failure.advice  # the contrast, both
+    assert "(an earlier run of this task failed that way)" in success.advice  # ways
+    checks = [calls for name, calls in sent if name.startswith("experiences.dedup")]
+    assert checks == [[([failure.pk, success.pk],)]]  # one task: the new one, then the other
+
+
 @pytest.mark.django_db(transaction=True)
 def test_an_induction_waits_for_a_join_that_holds_its_family(post):
     import threading
