@@ -3,6 +3,7 @@ from a success / failure pair), appended to each side's advice once."""
 
 import re
 
+from django.db import connection
 from django.utils import timezone
 
 from experiences.models import Experience, ExperienceSource, ExperienceVersion
@@ -14,6 +15,15 @@ CONTRAST_CLAUSES = re.compile(
     r" (?:Do not|Instead,) [^()]*\((?:an earlier run of this task failed that way|"
     r"that worked in another run of this task)\)\."
 )
+
+
+# The changed rows in one statement of arrays: `bulk_update` built a CASE per row and column,
+# half the contrast's time in the worker (as the labels' write, traces.review.service).
+_CONTRASTED = """
+    UPDATE experiences_experience AS e SET advice = u.advice, version = u.version, updated_at = %s
+    FROM unnest(%s::bigint[], %s::text[], %s::int[]) AS u(id, advice, version)
+    WHERE e.id = u.id
+"""
 
 
 def _contrast_clause(experience: Experience, other: Experience) -> str:
@@ -86,9 +96,14 @@ def experiences_contrast(experience: Experience, *, limit: int = 2) -> list[Expe
     if not changed:
         return []
     now = timezone.now()
-    for target in changed.values():
+    rows = list(changed.values())
+    for target in rows:
         target.updated_at = now  # as save() would (auto_now)
-    Experience.objects.bulk_update(list(changed.values()), ["advice", "version", "updated_at"])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _CONTRASTED,
+            [now, [t.pk for t in rows], [t.advice for t in rows], [t.version for t in rows]],
+        )
     ExperienceSource.objects.bulk_create(sources)
     ExperienceVersion.objects.bulk_create(versions)
     return [other for other in others if other.pk in changed]

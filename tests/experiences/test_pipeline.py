@@ -72,10 +72,14 @@ def test_failed_steps_become_failure_patterns_with_what_to_do_instead(project):
 
 
 def test_the_same_failure_in_another_trace_counts_as_another_occurrence(project):
-    review_trace(ingest(project, seed_000_body("a")).pk)
-    review_trace(ingest(project, seed_000_body("b")).pk)
+    first, second = ingest(project, seed_000_body("a")), ingest(project, seed_000_body("b"))
+    review_trace(first.pk)
+    review_trace(second.pk)
 
-    assert FailurePattern.objects.get().occurrences == 2
+    pattern = FailurePattern.objects.get()
+    assert pattern.occurrences == 2
+    assert [s["trace_id"] for s in pattern.sources] == [second.pk, first.pk]  # latest first
+    assert (pattern.environment, pattern.agents) == (["k8s"], [first.agent])
     assert Experience.objects.count() == 2  # merging near-duplicates is the dedup's job
 
 
