@@ -27,6 +27,8 @@ from experiences.models import (
 from experiences.services.versions import version_record
 from traces.services.audit import audit_event
 
+# What a wording was written from, beside its scene: it goes where the wording goes.
+_OF_THE_WORDING = ("replay", "blame", "calls", "same_case_only", "path")
 STATUS_RANK = {"candidate": 0, "approved": 1, "promoted": 2}
 SNAPSHOT_FIELDS = [
     "advice",
@@ -42,7 +44,6 @@ SNAPSHOT_FIELDS = [
     "environment",
     "intent",
     "agent",
-    "path",
     "polarity",
     "status",
     "source",
@@ -56,13 +57,8 @@ SNAPSHOT_FIELDS = [
     "downvotes",
     "version",
     "embedding_model",
-    "replay",
-    "blame",
-    "calls",
-    "same_case_only",
+    *_OF_THE_WORDING,
 ]
-# What a wording was written from, beside its scene: it goes where the wording goes.
-_OF_THE_WORDING = ("replay", "blame", "calls", "same_case_only", "path")
 
 
 def _snapshot(experience: Experience) -> dict[str, Any]:

@@ -196,11 +196,16 @@ def _lesson(
 REPLAYED_CHANGES = 4  # the changes a replay lists
 
 
-def _changes_made(request: ReviewRequest) -> tuple[list[StepView], list[StepView]]:
-    """A run's changes that worked, and its hand-offs to a person. A commit made in nearly every
-    run (an answer, a purchase) is the run's end, not one of its changes: it stays in the path;
-    so does every call while the project has too few runs to say (`every_run` None)."""
-    changes, handed = [], []
+def _changes_made(
+    request: ReviewRequest,
+) -> tuple[list[StepView], list[StepView], list[StepView]]:
+    """A run's changes that worked, its hand-offs to a person, and its changes not yet told from
+    the commit every run makes. A commit made in nearly every run (an answer, a purchase) is the
+    run's end, not one of its changes: it stays in the path; so does every call while the
+    project has too few runs to say (`every_run` None), and then the run is never said to have
+    changed nothing (early in a τ-bench project, a run that moved a flight read "changed
+    nothing: …, then update_reservation_flights …")."""
+    changes, handed, unsure = [], [], []
     for step in request.steps:
         if not step.tool or errored(step):
             continue
@@ -209,22 +214,9 @@ def _changes_made(request: ReviewRequest) -> tuple[list[StepView], list[StepView
             handed.append(step)
         elif effect.changes_state and effect.every_run is False:
             changes.append(step)
-    return changes, handed
-
-
-def _may_have_changed(request: ReviewRequest) -> bool:
-    """A call that worked and changes state, but whether every run makes it is not known yet
-    (`every_run` None, too few runs): the run may have changed something, so it is never said to
-    have changed nothing (early in a τ-bench project, a run that moved a flight was replayed
-    as "changed nothing: …, then update_reservation_flights …")."""
-    return any(
-        step.tool
-        and not errored(step)
-        and (effect := request.trace.call_effect(step)).changes_state
-        and not effect.hands_off
-        and effect.every_run is None
-        for step in request.steps
-    )
+        elif effect.changes_state and effect.every_run is None:
+            unsure.append(step)
+    return changes, handed, unsure
 
 
 def _could_change(request: ReviewRequest) -> bool:
@@ -270,14 +262,15 @@ def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blam
         ] or [blame.step]
     succeeded = blame is None and counts_as_success(outcome)
     handed: list[StepView] = []
+    unsure: list[StepView] = []
     if succeeded:
-        changes, handed = _changes_made(request)
+        changes, handed, unsure = _changes_made(request)
     listed = {c.index for c in changes + handed} | {blamed}
     calls = [c for c in necessary_calls if c.index not in listed] or [
         s for s in request.steps if s.tool and s.index not in listed
     ]
     text = f"The same case ran before ({outcome})"
-    if succeeded and not changes and _could_change(request) and not _may_have_changed(request):
+    if succeeded and not changes and not unsure and _could_change(request):
         text += " and changed nothing"
     if path := literal_path(calls):
         text += f": {path}"
