@@ -239,12 +239,23 @@
     if (dialog.open) dialog.close(); else dialog.showModal();
   }
 
+  // Deferred scripts run while readyState is already "interactive", before DOMContentLoaded.
+  var contentLoaded = document.readyState === "complete";
+  document.addEventListener("DOMContentLoaded", function () { contentLoaded = true; });
+
   document.addEventListener("keydown", function (event) {
     if (!document.querySelector("ol.steps")) return;
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       if (document.querySelector("dialog[open]")) return;
       var finish = document.getElementById("finish-form");
-      if (finish) { event.preventDefault(); finish.requestSubmit(); }
+      if (!finish) return;
+      event.preventDefault();
+      // A key pressed before DOMContentLoaded (this script marks the current step earlier) waits
+      // for htmx to take the form over there (its listener was added first), so it is asked and
+      // sent by htmx, not posted plainly to the no-script confirm page.
+      if (!contentLoaded) {
+        document.addEventListener("DOMContentLoaded", function () { finish.requestSubmit(); }, { once: true });
+      } else finish.requestSubmit();
       return;
     }
     var target = event.target;
