@@ -15,6 +15,10 @@ A hand-off to a person (effect `hand_off`, traces.review.tool_effects) is never 
 nor what an insight recommends: it is how those runs ended, said with its count ("(3 of them
 handed the case to a human agent)").
 
+**One order.** The successes that made two of the workflow's changes made them in one order
+(ORDER_AGREEMENT of them), or there is no workflow: cases that change the same things in opposite
+orders are no common way, whatever the mean positions say.
+
 **Across cases only.** Runs of one case (the same user's request, run again: `distinct_cases`)
 teach that case, and its own episodes replay it to it. Their common calls are no family's way: a
 τ-bench family whose successes were all one user's "cancel two bookings (one refused), then
@@ -51,6 +55,7 @@ MAX_WORKFLOW_CALLS = 5
 OPTIONAL_SHARE = 0.25  # of the successes: a look-up this common is named as optional,
 MIN_OPTIONAL_RUNS = 3  # and made by at least this many of them
 MAX_OPTIONAL_CALLS = 2
+ORDER_AGREEMENT = 0.75  # of the successes making two of the workflow's changes, in one order
 HAND_OFF = "hand_off"  # a call's effect when it passes the case to a person
 
 
@@ -111,6 +116,7 @@ def workflow(members: list[Member]) -> Induced | None:
     positions: dict[str, list[float]] = {}
     effects: dict[str, str] = {}
     holders: dict[str, set[int]] = {}
+    orders: list[list[str]] = []  # each success's tools, in the order it first called them
     for member in successes:
         # Its necessary calls, and every change it made: a success's writes are what its family
         # is (families._signature), whatever label a later relabel gave one of them.
@@ -124,6 +130,7 @@ def workflow(members: list[Member]) -> Induced | None:
             if call["tool"] not in seen:
                 seen.append(call["tool"])
                 effects[call["tool"]] = call["effect"]
+        orders.append(seen)
         for rank, tool in enumerate(seen):
             positions.setdefault(tool, []).append(rank / max(len(seen) - 1, 1))
             holders.setdefault(tool, set()).add(member.trace_id)
@@ -135,6 +142,8 @@ def workflow(members: list[Member]) -> Induced | None:
     kept.sort(key=lambda t: (mean(positions[t]), -len(holders[t])))
     kept = kept[:MAX_WORKFLOW_CALLS]
     writes = [t for t in kept if effects[t] == "write"]
+    if not _changes_agree_in_order(writes, orders):
+        return None
     anchor = writes[-1] if writes else kept[-1]
     shown = {t: _pattern_of(successes, t) for t in kept}
     optional = _optional_lookups(holders, effects, kept, successes, needed)
@@ -170,6 +179,20 @@ def workflow(members: list[Member]) -> Induced | None:
         trace_ids=resting,
         tools=sorted(kept),
     )
+
+
+def _changes_agree_in_order(writes: list[str], orders: list[list[str]]) -> bool:
+    """Whether the successes that made two of the workflow's changes made them in one order, as
+    most (ORDER_AGREEMENT) of them did. A family whose cases change the same things in opposite
+    orders (one upgrades a booking then cancels it, another cancels one then changes another)
+    has no common way: the mean positions would teach an order one of its cases contradicts."""
+    for i, first in enumerate(writes):
+        for second in writes[i + 1 :]:
+            both = [o for o in orders if first in o and second in o]
+            ahead = sum(o.index(first) < o.index(second) for o in both)
+            if both and max(ahead, len(both) - ahead) < ORDER_AGREEMENT * len(both):
+                return False
+    return True
 
 
 def _optional_lookups(

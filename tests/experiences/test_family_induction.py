@@ -238,3 +238,25 @@ def test_a_hand_off_is_how_runs_ended_never_a_step_nor_a_recommendation():
         "successful runs of this kind changed nothing (2 of them handed the case to a human "
         "agent)."
     )
+
+
+def test_cases_that_make_the_same_changes_in_opposite_orders_have_no_workflow():
+    cancel = "cancel_reservation <reservation_id from get_user_details>"
+    upgrade_then_cancel = [
+        Member(i, True, calls(USER, RESERVATION, CHANGE, cancel), frozenset({"daiki"}))
+        for i in (1, 2, 3)
+    ]
+    cancel_then_change = [
+        Member(i, True, calls(USER, RESERVATION, cancel, CHANGE), frozenset({"aarav"}))
+        for i in (4, 5)
+    ]
+    assert workflow(upgrade_then_cancel + cancel_then_change) is None
+    # One success of the other order among many is no disagreement.
+    agreeing = [
+        Member(i, True, calls(USER, RESERVATION, CHANGE, cancel), frozenset({f"user{i}"}))
+        for i in (6, 7, 8)
+    ]
+    induced = workflow(upgrade_then_cancel + agreeing + cancel_then_change[:1])
+    assert induced.advice.startswith(
+        f"When you use cancel_reservation, first {USER}, then {RESERVATION}, then {CHANGE}"
+    )
