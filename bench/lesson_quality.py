@@ -21,6 +21,9 @@ Per dataset (the figures of issue 23), each read in what the agent is shown (ben
   make a state-changing call (the gold's writes, named outside a "do not" clause, the "When you
   use X:" condition an item opens with and a "… before you X" warning) that the probe's gold
   does not need (τ-bench: its gold actions; HotpotQA: Finish is always needed);
+  `state_changing_unneeded_hand_offs_aside`, the same without the hand-off to a person (τ-bench
+  counts it as a write; a replay of a success that changed nothing and handed the case over
+  names it, and the hand-judged set calls that neutral): a labelled line, not the headline;
 * `wrong_write_warned` — probes whose task failed in the history through a wrong write (a write
   the gold does not have, by name and arguments): the share where one of the first three items
   warns of that write ("do not" / "avoid" naming its tool, "… before you <tool>", or a failed
@@ -36,6 +39,7 @@ from statistics import median
 from typing import Any
 
 from bench.datasets import Run
+from bench.datasets.tau import HAND_OFF
 from bench.judged import served_text
 
 _DO_NOT = re.compile(r"\b(?:do not|don't|never|avoid)\s+(.+?)(?=\.\s|\.$|;\s|$)", re.I)
@@ -180,7 +184,7 @@ def lesson_figures(
         junk += bool(_KEY_LIST.search(text))
 
     literal_items = replay_items = items = 0
-    unneeded = 0
+    unneeded = unneeded_aside = 0
     warned = warn_cases = 0
     failed_writes: dict[str, set[str]] = {}
     for run in history:
@@ -199,6 +203,8 @@ def lesson_figures(
         needs = _gold_needs(dataset, probe)
         if any(_recommends(served_text(i), writes - needs) for i in first):
             unneeded += 1
+        if any(_recommends(served_text(i), writes - needs - {HAND_OFF}) for i in first):
+            unneeded_aside += 1
         wrong = failed_writes.get(probe.group, set())
         if wrong:
             warn_cases += 1
@@ -216,6 +222,9 @@ def lesson_figures(
         "other_run_identifiers_share": round(literal_items / items, 3) if items else 0.0,
         "same_instance_items": replay_items,
         "state_changing_unneeded_share": round(unneeded / len(probes), 3) if probes else 0.0,
+        "state_changing_unneeded_hand_offs_aside_share": (
+            round(unneeded_aside / len(probes), 3) if probes else 0.0
+        ),
         "wrong_write_cases": warn_cases,
         "wrong_write_warned_share": round(warned / warn_cases, 3) if warn_cases else None,
         "block_chars_median": int(median(blocks)) if blocks else 0,

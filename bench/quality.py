@@ -425,7 +425,8 @@ def main(argv: list[str] | None = None) -> dict:
             f"{lessons['do_not_instructions']}, junk consequences "
             f"{lessons['junk_consequences']} of {lessons['served_texts']}, other runs' "
             f"literals {lessons['other_run_identifiers_share']}, unneeded writes "
-            f"{lessons['state_changing_unneeded_share']}, wrong write warned "
+            f"{lessons['state_changing_unneeded_share']} (hand-offs aside "
+            f"{lessons['state_changing_unneeded_hand_offs_aside_share']}), wrong write warned "
             f"{lessons['wrong_write_warned_share']}, block {lessons['block_chars_median']}"
         )
         for label, judged in (("", figures.get("judged")),

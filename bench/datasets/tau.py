@@ -95,11 +95,14 @@ def _mutates(function: ast.FunctionDef) -> bool:
     return False
 
 
+HAND_OFF = "transfer_to_human_agents"  # passes the case to a person; changes no data
+
+
 def write_tools(path: Path, domain: str) -> set[str]:
     """The gold's state-changing tools: those whose implementation changes the database, and
     the hand-off to a human agent (it ends the case; τ-bench's checker expects it as an action)."""
     folder = Path(path).resolve().parent.parent / "tau_bench" / "envs" / domain / "tools"
-    writes = {"transfer_to_human_agents"}
+    writes = {HAND_OFF}
     for source in sorted(folder.glob("*.py")) if folder.is_dir() else []:
         tree = ast.parse(source.read_text())
         invoke = next(

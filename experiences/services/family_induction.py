@@ -36,9 +36,12 @@ never tells the agent to avoid a read-only call, nor to change something after l
 only failed calls, state-changing calls and one change made after another can be what failures
 do more. A change the failures make more is a check to make before it ("make this change only
 when the request asks for it and the rules allow it"), not "do not": the family's requests often
-all asked for it. A state change the successes make is said where the failures went instead
-("When you use cancel_reservation: successful runs call transfer_to_human_agents … instead"),
-never conditioned on itself.
+all asked for it. That the successes made a state change is never an insight: a success joins
+the family of the changes it made (families._signature), so every success makes the family's
+changes by construction, and the failures without them are as often another task's failures
+joined by their request's nearness (τ-bench: "successful runs call update_reservation_flights (4
+of 4 successful runs, 3 of 15 failed runs)" was served to plain cancellations, where it said to
+change the flights).
 """
 
 from collections import Counter
@@ -243,21 +246,12 @@ def _features(member: Member) -> dict[str, tuple[str, str, str]]:
     return found
 
 
-def _insight_advice(
-    key: str, feature: tuple[str, str, str], for_success: bool, counts: str, instead_of: str = ""
-) -> str:
-    """The insight in the injection form. A state change the successes make is never
-    conditioned on making it ("when you use X: successful runs call X" says nothing): it is
-    said where the failures went instead (`instead_of`, the state change failures make more),
-    else before the answer."""
+def _insight_advice(key: str, feature: tuple[str, str, str], for_success: bool, counts: str) -> str:
+    """The insight in the injection form."""
     kind, subject, text = feature
     text = text.replace(f"before {subject}", "before it")  # the condition names it already
     if for_success:
         did = text.replace("called", "call", 1)
-        if kind == "call" and instead_of:
-            return f"When you use {instead_of}: successful runs {did} instead ({counts})."
-        if kind == "call":
-            return f"Before you answer: successful runs {did} ({counts})."
         return f"When you use {subject}: successful runs {did} ({counts})."
     if kind == "write-before":
         first, second = key.removeprefix("before:").split(">")
@@ -298,17 +292,6 @@ def insights(members: list[Member]) -> list[Induced]:
             runs_of.setdefault(key, []).append(member.trace_id)
     found = []
     n_s, n_f = len(successes), len(failures)
-    handoffs = {c["tool"] for m in members for c in m.calls if c["effect"] == HAND_OFF}
-    # The state changes failures make and successes do not, most telling first: where a
-    # success's own state change is said ("instead").
-    failure_writes = sorted(
-        (
-            (in_failure[k] / n_f - in_success[k] / n_s, subject)
-            for k, (kind, subject, _text) in described.items()
-            if kind == "call" and in_failure[k] / n_f - in_success[k] / n_s >= MIN_CONTRAST
-        ),
-        reverse=True,
-    )
     for key, (kind, subject, _text) in described.items():
         share_s, share_f = in_success[key] / n_s, in_failure[key] / n_f
         contrast = share_s - share_f
@@ -321,17 +304,15 @@ def insights(members: list[Member]) -> list[Induced]:
             continue  # never "avoid looking it up", nor "do not change it after looking up"
         if speaks_for_success and kind == "failed":
             continue  # successes that had a call fail and went on: a failure is no way to do it
-        if speaks_for_success and kind == "call" and subject in handoffs:
-            continue  # a hand-off is an exit, never the way to do a task
+        if speaks_for_success and kind == "call":
+            continue  # the family's own changes, or a hand-off (an exit): the module docstring
 
         feature = described[key]
         if feature[0] in ("call", "read"):  # show how the runs called it
             feature = (feature[0], subject, f"called {_pattern_of(members, subject)}")
-        instead_of = next((t for _, t in failure_writes if t != subject), "")
         advice = _insight_advice(
             key, feature, speaks_for_success,
             f"{in_success[key]} of {n_s} successful runs, {in_failure[key]} of {n_f} failed runs",
-            instead_of,
         )  # fmt: skip
         found.append(
             (

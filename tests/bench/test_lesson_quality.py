@@ -101,3 +101,20 @@ def test_the_later_recall_knows_every_user_turn_before_the_first_change():
         "Hi, I need help with my reservation.\nPlease cancel it: I cannot travel."
     )
     assert _request_before_write(messages[:3], {"cancel_reservation"}).endswith("travel.")
+
+
+def test_a_replayed_hand_off_is_counted_in_the_headline_and_set_aside_in_its_own_line():
+    from bench.datasets import Run
+
+    probe = Run(body={"external_id": "p", "task": "cancel 3RK2T9", "outcome": "success"},
+                dataset="tau", group="41", split_key=3,
+                meta={"writes": ["cancel_reservation", "transfer_to_human_agents"],
+                      "gold_actions": [{"name": "get_reservation_details"}]})  # fmt: skip
+    replay = (
+        "The same case ran before (success) and changed nothing: get_reservation_details "
+        '"3RK2T9"; then it handed the case to a person (transfer_to_human_agents "…").'
+    )
+    item = {"experience_id": 1, "advice": "", "same_instance": True, "replay": replay}
+    figures = lesson_figures("tau", [], [probe], [{"items": [item], "prompt_block": ""}])
+    assert figures["state_changing_unneeded_share"] == 1.0
+    assert figures["state_changing_unneeded_hand_offs_aside_share"] == 0.0

@@ -192,26 +192,21 @@ def test_a_state_change_that_failures_make_is_warned_of_with_its_counts():
     ), [i.advice for i in warned]
 
 
-def test_a_state_change_the_successes_make_is_said_where_the_failures_went_instead():
+def test_that_the_successes_made_the_family_s_change_is_no_insight():
+    # Every success of a family makes its changes (that is how it joined): the failures that
+    # did not are as often other tasks' failures joined by nearness. Said, it told cancellations
+    # to change their flights.
     cancel = "cancel_reservation <reservation_id from get_user_details>"
     family = [
         success(1, USER, RESERVATION, CHANGE),
         success(2, USER, RESERVATION, CHANGE),
         failure(3, USER, RESERVATION, cancel),
         failure(4, USER, cancel),
+        failure(5, USER),
     ]
     said = [i.advice for i in insights(family)]
-    assert (
-        f"When you use cancel_reservation: successful runs call {CHANGE} instead "
-        "(2 of 2 successful runs, 0 of 2 failed runs)."
-    ) in said, said
-    # Never "when you use X: successful runs call X".
-    assert not any(a.startswith("When you use update_reservation_flights: successful runs call "
-                                "update_reservation_flights") for a in said), said  # fmt: skip
-    # With no other state change to name, it is said before the answer.
-    alone = [success(1, USER, CHANGE), success(2, USER, CHANGE), failure(3, USER)]
-    assert any(i.advice.startswith(f"Before you answer: successful runs call {CHANGE}")
-               for i in insights(alone)), [i.advice for i in insights(alone)]  # fmt: skip
+    assert said  # the family's contrasts are still said
+    assert not any("successful runs call update_reservation_flights" in a for a in said), said
 
 
 def test_a_hand_off_is_how_runs_ended_never_a_step_nor_a_recommendation():
