@@ -25,8 +25,8 @@ test: $(STAMP_TEST) $(STAMP_NODE) $(STAMP_TS)
 # The quick tier while working: no browser, no `hindsight run`, no Celery worker process, no
 # framework integrations (CI and `make test` run everything).
 check: $(STAMP_TEST)
-	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not worker and not launcher" \
-		--ignore=tests/browser --ignore=tests/integrations $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile \
+		-m "not worker and not launcher and not browser" --ignore=tests/integrations $(PYTEST_ARGS)
 
 # mypy loads the settings (django-stubs): importing them starts and writes nothing
 lint: $(STAMP_TEST)

@@ -22,6 +22,14 @@ from traces.services.api_keys import api_key_create
 
 ROOT = Path(__file__).resolve().parent.parent
 _ids = itertools.count(1)
+BROWSER_TESTS = Path(__file__).resolve().parent / "browser"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test under tests/browser/ drives Chromium: marked `browser` (`-m "not browser"`)."""
+    for item in items:
+        if BROWSER_TESTS in Path(item.path).parents:
+            item.add_marker(pytest.mark.browser)
 
 
 @pytest.fixture(scope="session", autouse=True)
