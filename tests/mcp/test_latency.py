@@ -1,5 +1,5 @@
 """The proxy latency probe (`python -m experiences.mcp.latency`) runs and reports its figures;
-the figures themselves are a measurement, not a test (see the README)."""
+the figures themselves are a measurement, not a test (see BENCHMARKS.md)."""
 
 from experiences.mcp.latency import measure
 

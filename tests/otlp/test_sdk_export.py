@@ -152,7 +152,7 @@ def test_a_failed_agent_run_is_a_failure(site):
 
 
 def test_the_exporter_configured_by_environment_variables_reaches_the_site(site, monkeypatch):
-    # The README's form: the base endpoint (the SDK appends /v1/traces) and the key header.
+    # docs/sending.md's form: the base endpoint (the SDK appends /v1/traces) and the key header.
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor

@@ -549,13 +549,13 @@ def test_batch_again_reports_duplicates(api):
     assert Trace.objects.count() == 3
 
 
-# ---------------------------------------------------------------------------- the README
+# ---------------------------------------------------------------------------- docs/sending.md (the README links it)
 
 
 def readme_import_bodies() -> list[dict[str, Any]]:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme[readme.index("### Importing OpenAI / Anthropic transcripts") :]
-    section = section[: section.index("\n## ")]
+    page = (Path(__file__).resolve().parents[2] / "docs" / "sending.md").read_text()
+    section = page[page.index("## Importing OpenAI / Anthropic transcripts") :]
+    section = section[: section.index("\n## ", 1)]
     return [json.loads(body) for body in re.findall(r"-d '(.*?)'\n", section, re.DOTALL)]
 
 
