@@ -549,7 +549,7 @@ def test_batch_again_reports_duplicates(api):
     assert Trace.objects.count() == 3
 
 
-# ---------------------------------------------------------------------------- docs/sending.md (the README links it)
+# ------------------------------------------------------------------- docs/sending.md's examples
 
 
 def readme_import_bodies() -> list[dict[str, Any]]:
