@@ -1,4 +1,5 @@
-"""All settings come from the environment (see .env.example for every variable and default).
+"""All settings come from the environment: docs/configuration.md says what each one does, and
+.env.example lists them with their defaults.
 
 Importing this module does no I/O and starts nothing: the data dir, its secret key and the
 embedded services' addresses are prepared by the process's entry point before it is read
