@@ -171,3 +171,10 @@ def test_a_sign_in_link_needs_an_active_account(account):
     User.objects.filter(username=account).update(is_active=False)
     with pytest.raises(CommandError, match="no active account"):
         sign_in_link(account)
+
+
+def test_the_console_says_how_long_the_link_works(account, settings):
+    settings.HINDSIGHT_SIGN_IN_LINK_SECONDS = 120
+    said = StringIO()
+    call_command("sign_in_link", account, stdout=StringIO(), stderr=said)
+    assert "within 2 minutes (HINDSIGHT_SIGN_IN_LINK_SECONDS)" in said.getvalue()
