@@ -14,47 +14,48 @@ def _access_to(request: AuthedRequest, project_id: int) -> ProjectAccess:
     return next(a for a in dashboard_for(request).accesses if a.project.pk == project_id)
 
 
+def _of_the_user[T: (Experience, MergeProposal, ExperienceMerge, KbArticle)](
+    request: AuthedRequest, found: T | None, what: str
+) -> tuple[T, ProjectAccess]:
+    """What a selector found among the user's projects, with the user's access there; 404 when
+    it found nothing (another project's object is not found either)."""
+    if found is None:
+        raise Http404(f"{what} not found")
+    return found, _access_to(request, found.project_id)
+
+
 def _get_experience_for_user(
     request: AuthedRequest, experience_id: int, *, light: bool = True
 ) -> tuple[Experience, ProjectAccess]:
-    """An experience of one of the user's projects and the user's access there, or 404."""
-    experience = selectors.experience_for_user(
-        projects=dashboard_for(request).projects, experience_id=experience_id, light=light
+    projects = dashboard_for(request).projects
+    found = selectors.experience_for_user(
+        projects=projects, experience_id=experience_id, light=light
     )
-    if experience is None:
-        raise Http404("experience not found")
-    return experience, _access_to(request, experience.project_id)
+    return _of_the_user(request, found, "experience")
 
 
 def _get_proposal_for_user(
     request: AuthedRequest, proposal_id: int
 ) -> tuple[MergeProposal, ProjectAccess]:
-    proposal = selectors.proposal_for_user(
-        projects=dashboard_for(request).projects, proposal_id=proposal_id
-    )
-    if proposal is None:
-        raise Http404("merge proposal not found")
-    return proposal, _access_to(request, proposal.project_id)
+    projects = dashboard_for(request).projects
+    found = selectors.proposal_for_user(projects=projects, proposal_id=proposal_id)
+    return _of_the_user(request, found, "merge proposal")
 
 
 def _get_merge_for_user(
     request: AuthedRequest, merge_id: int
 ) -> tuple[ExperienceMerge, ProjectAccess]:
-    merge = selectors.merge_for_user(projects=dashboard_for(request).projects, merge_id=merge_id)
-    if merge is None:
-        raise Http404("merge not found")
-    return merge, _access_to(request, merge.project_id)
+    projects = dashboard_for(request).projects
+    found = selectors.merge_for_user(projects=projects, merge_id=merge_id)
+    return _of_the_user(request, found, "merge")
 
 
 def _get_article_for_user(
     request: AuthedRequest, article_id: int
 ) -> tuple[KbArticle, ProjectAccess]:
-    article = selectors.kb_article_for_user(
-        projects=dashboard_for(request).projects, article_id=article_id
-    )
-    if article is None:
-        raise Http404("article not found")
-    return article, _access_to(request, article.project_id)
+    projects = dashboard_for(request).projects
+    found = selectors.kb_article_for_user(projects=projects, article_id=article_id)
+    return _of_the_user(request, found, "article")
 
 
 def _forbidden(request: AuthedRequest) -> HttpResponse:
