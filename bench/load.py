@@ -205,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     data_dir = Path(tempfile.mkdtemp(prefix="hindsight-load-"))
     site = Site(data_dir, free_port(), env)
     print(f"cores              {os.cpu_count()}")
-    print(f"web workers        {os.environ.get('HINDSIGHT_WEB_WORKERS', '3')} (gunicorn sync)")
+    print(f"web workers        {os.environ.get('HINDSIGHT_WEB_WORKERS', '3')} (gunicorn sync), "
+          f"nice {os.environ.get('HINDSIGHT_WEB_NICE', '2')}")  # fmt: skip
     print(f"worker             celery, concurrency "
           f"{os.environ.get('HINDSIGHT_WORKER_CONCURRENCY', '2')}, running")  # fmt: skip
     print(f"load               {args.ingest_clients} ingest + {args.recall_clients} recall "
