@@ -429,7 +429,7 @@ def run(args: argparse.Namespace) -> int:
             ],
             # A little below the worker when both want the CPU (HINDSIGHT_WEB_NICE): under
             # bench/load.py's load the worker had a quarter of the two cores and the backlog
-            # took 63-69 s to drain; at 2, 41-60 s, recall p95 +8-30 % (at 5: 30 s, 2.5x).
+            # took 59-69 s to drain; at 2, 41-60 s, recall p95 +8-30 % (at 5: 30 s, 2.5x).
             nice=env_int("HINDSIGHT_WEB_NICE", 2, minimum=0, maximum=19),
         )
         supervisor.spawn(
