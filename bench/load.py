@@ -133,6 +133,7 @@ def measure(site: Site, args: argparse.Namespace) -> dict[str, Any]:
         before = db.execute("SELECT count(*) FROM traces_trace").fetchone()[0]
         reviewed_before = db.execute(_DONE).fetchone()[0]
         clients = Clients(site.port, key, time.monotonic() + args.seconds, args.seed)
+        cpu_at_start = cpu_by_group(site)
         started = time.monotonic()
         clients.run(args.ingest_clients, args.recall_clients)
         stopped = time.monotonic()
@@ -147,6 +148,8 @@ def measure(site: Site, args: argparse.Namespace) -> dict[str, Any]:
         print(f"load stopped       after {load_seconds:.1f} s, backlog {backlog} "
               f"{_statuses(db)}", flush=True)  # fmt: skip
         cpu_at_stop = cpu_by_group(site)
+        # Who had the two cores while the load ran (the web, the worker, PostgreSQL, the clients).
+        load_cpu = {g: s - cpu_at_start.get(g, 0.0) for g, s in cpu_at_stop.items()}
         while (waiting := db.execute(_WAITING).fetchone()[0]) and (
             time.monotonic() - stopped < DRAIN_TIMEOUT
         ):
@@ -181,6 +184,10 @@ def measure(site: Site, args: argparse.Namespace) -> dict[str, Any]:
             group: round(cpu.get(group, 0.0) * 1000 / max(1, backlog - waiting), 1)
             for group in ("worker", "postgres")
         },
+        "load_cpu_share": {
+            group: round(load_cpu.get(group, 0.0) / load_seconds, 2)
+            for group in ("web", "worker", "postgres", "client")
+        },
         "errors": sum(clients.errors.values()),
         "errors_by_kind": clients.errors,
     }
@@ -198,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     data_dir = Path(tempfile.mkdtemp(prefix="hindsight-load-"))
     site = Site(data_dir, free_port(), env)
     print(f"cores              {os.cpu_count()}")
-    print(f"web workers        {os.environ.get('HINDSIGHT_WEB_WORKERS', '3')} (gunicorn sync)")
+    print(f"web workers        {os.environ.get('HINDSIGHT_WEB_WORKERS', '3')} (gunicorn sync), "
+          f"nice {os.environ.get('HINDSIGHT_WEB_NICE', '2')}")  # fmt: skip
     print(f"worker             celery, concurrency "
           f"{os.environ.get('HINDSIGHT_WORKER_CONCURRENCY', '2')}, running")  # fmt: skip
     print(f"load               {args.ingest_clients} ingest + {args.recall_clients} recall "
@@ -220,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"drain CPU          per review: worker "
               f"{figures['drain_cpu_ms_per_review']['worker']} ms, PostgreSQL "
               f"{figures['drain_cpu_ms_per_review']['postgres']} ms", flush=True)  # fmt: skip
+        print("load CPU           cores used: " + ", ".join(
+            f"{group} {share}" for group, share in figures["load_cpu_share"].items()
+        ), flush=True)  # fmt: skip
     except RuntimeError as error:
         print(error, file=sys.stderr)
         figures["failure"] = str(error).splitlines()[0]

@@ -15,6 +15,8 @@ _SCAN_CHARS = 8000
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@#=-]*[A-Za-z0-9]")
 _PARTS = re.compile(r"[/:=@]")
 _CAMEL = re.compile(r"^[A-Z][a-z]+[A-Z]|^[A-Z]{3,}[a-z]")
+# A digit or punctuation inside a token (tokens are ASCII: `_TOKEN`).
+_DISTINCT = re.compile(r"[0-9_.:/@#=-]")
 # Capitalised names of one or more words ("Bon Jovi", "World War II", "Nick Park").
 _NAME = re.compile(r"\b[A-Z][\w'&.-]*(?:\s+(?:of|the|and|de|la|von|van|&)?\s*[A-Z0-9][\w'&.-]*)*")
 _GENERIC = {
@@ -58,13 +60,15 @@ def case_identifiers(text: str) -> set[str]:
 @lru_cache(maxsize=1024)
 def _key_values(text: str) -> frozenset[str]:
     values = set()
-    for whole in _TOKEN.findall(text):
+    # Each distinct token once, tested by one regex: a character loop per token was most of a
+    # review's text scanning (tokens repeat across a log's lines).
+    for whole in set(_TOKEN.findall(text)):
         # "host:8080/path" also yields "host", "8080" and "path": a later step may use any part.
         for token in {whole, *_PARTS.split(whole)}:
-            lower = token.lower()
-            if len(token) < 3 or lower in _GENERIC:
+            if len(token) < 3:
                 continue
-            if any(c.isdigit() or c in "_.:/@#=-" for c in token) or _CAMEL.match(token):
+            lower = token.lower()
+            if lower not in _GENERIC and (_DISTINCT.search(token) or _CAMEL.match(token)):
                 values.add(lower)
     return frozenset(values)
 
