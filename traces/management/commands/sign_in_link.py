@@ -1,9 +1,10 @@
+import os
+
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.urls import reverse
 
-from hindsight_site.env import env_int
 from traces.services.sign_in_links import sign_in_link_token
 
 
@@ -25,7 +26,7 @@ class Command(BaseCommand):
         user = get_user_model().objects.filter(username=username, is_active=True).first()
         if user is None:
             raise CommandError(f"no active account named {username!r}")
-        port = env_int("HINDSIGHT_PORT", 8000, minimum=1)  # the launcher's
+        port = os.environ.get("HINDSIGHT_PORT", "").strip() or "8000"  # the launcher's
         base = (base_url or f"http://localhost:{port}").rstrip("/")
         path = reverse("sign_in_link", args=[sign_in_link_token(user=user)])
         self.stdout.write(base + path)
