@@ -57,6 +57,12 @@ def test_the_trace_list_is_worked_with_the_keyboard(
     page.keyboard.type("jk")  # typed, not moved
     expect(search).to_have_value("jk")
     assert page.evaluate(ROW_OF_FOCUS) is None
+    # The typed words filter the list once the 400 ms pause passes: nothing matches "jk".
+    rows = page.locator("#results input[name=id]")
+    expect(rows).to_have_count(0)
+    search.press("Control+a")
+    search.press("Backspace")  # emptied, the list comes back whole
+    expect(rows).to_have_count(3)
 
     page.locator("body").focus()
     page.evaluate("document.activeElement.blur()")
