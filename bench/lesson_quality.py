@@ -22,8 +22,8 @@ Per dataset (the figures of issue 23), each read in what the agent is shown (ben
   use X:" condition an item opens with and a "… before you X" warning) that the probe's gold
   does not need (τ-bench: its gold actions; HotpotQA: Finish is always needed);
   `state_changing_unneeded_hand_offs_aside`, the same without the hand-off to a person (τ-bench
-  counts it as a write; a replay of a success that changed nothing and handed the case over
-  names it, and the hand-judged set calls that neutral): a labelled line, not the headline;
+  counts it as a write; a replay of a success that changed nothing and "handed the case to a
+  person" tells of it, its tool named or not): a labelled line, not the headline;
 * `wrong_write_warned` — probes whose task failed in the history through a wrong write (a write
   the gold does not have, by name and arguments): the share where one of the first three items
   warns of that write ("do not" / "avoid" naming its tool, "… before you <tool>", or a failed
@@ -254,6 +254,8 @@ def _instructs_other_literal(advice: str, task: str, tools: set[str], constants:
 _CONDITION = re.compile(r"\bwhen you use [\w.-]+[:,]", re.I)
 # A recipe for X ("When you use X, first A; call it with …", "When you use X: call it with …")
 # pushes X itself; a lesson's "When you use X: do not …" only says where it applies.
+# The words a replay tells a hand-off to a person with (template._replay), its tool unnamed.
+_HANDED_OVER = re.compile(r"\bhanded the case to a person\b")
 _RECIPE = re.compile(r"^when you use ([\w.-]+)(?:, first |: call it )", re.I)
 
 
@@ -266,6 +268,8 @@ def _recommends(advice: str, unneeded: set[str]) -> bool:
     recipe = _RECIPE.match(advice)
     if recipe and recipe.group(1) in unneeded:
         return True
+    if HAND_OFF in unneeded and _HANDED_OVER.search(advice):
+        return True  # a replay tells of the hand-off without its tool's name
     # "check it … before you X" warns of X (warned_tools): not a push to make the call either.
     kept = _CHECK_CHANGES.sub(" ", advice)
     kept = _CHECK_BEFORE.sub(" ", _CONDITION.sub(" ", _DO_NOT.sub(" ", kept)))

@@ -114,7 +114,12 @@ def test_a_replayed_hand_off_is_counted_in_the_headline_and_set_aside_in_its_own
         "The same case ran before (success) and changed nothing: get_reservation_details "
         '"3RK2T9"; then it handed the case to a person (transfer_to_human_agents "…").'
     )
-    item = {"experience_id": 1, "advice": "", "same_instance": True, "replay": replay}
-    figures = lesson_figures("tau", [], [probe], [{"items": [item], "prompt_block": ""}])
-    assert figures["state_changing_unneeded_share"] == 1.0
-    assert figures["state_changing_unneeded_hand_offs_aside_share"] == 0.0
+    told = (  # the hand-off told without its tool's name, after what the run told the user
+        "The same case ran before (success) and changed nothing: get_reservation_details "
+        '"3RK2T9"; it told the user "No insurance was bought.", then handed the case to a person.'
+    )
+    for text in (replay, told):
+        item = {"experience_id": 1, "advice": "", "same_instance": True, "replay": text}
+        figures = lesson_figures("tau", [], [probe], [{"items": [item], "prompt_block": ""}])
+        assert figures["state_changing_unneeded_share"] == 1.0
+        assert figures["state_changing_unneeded_hand_offs_aside_share"] == 0.0

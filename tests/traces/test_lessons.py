@@ -425,6 +425,19 @@ def test_a_successful_run_s_replay_says_what_it_changed_or_that_it_changed_nothi
     assert handed.startswith("The same case ran before (success) and changed nothing: ")
     assert 'get_reservation_details "K1NW8N"; then it handed the case to a person ' in handed
     assert '(transfer_to_human_agents "wants a refund")' in handed
+    # What it told the user before handing over says why it changed nothing: the sentence that
+    # says no, not the courtesy the reply opened with; the hand-off's note is then left out.
+    told = replay(reply(3, "I understand your concern. Sadly, basic economy fares are not "
+                           "refundable. I can transfer you."),
+                  replace(hand_off, index=4), effects=effects)  # fmt: skip
+    assert (
+        'get_reservation_details "K1NW8N"; it told the user "Sadly, basic economy fares are not '
+        'refundable.", then handed the case to a person;' in told
+    ), told
+    assert "transfer_to_human_agents" not in told
+    polite = replay(reply(3, "I will pass this to a colleague."), replace(hand_off, index=4),
+                    effects=effects)  # fmt: skip
+    assert 'it told the user "I will pass this to a colleague.", then handed' in polite
     # The run's own tools need not include the change it did not make: the project's tools say
     # what the agent could have done.
     handed_only = _made_in_some_runs("transfer_to_human_agents")

@@ -12,6 +12,7 @@ result are named by where they came from), the blamed step is the one the eviden
 literal run, ids included, is the `replay`: served only when the very same case comes again.
 """
 
+import re
 from collections.abc import Mapping
 
 from traces.review.heuristic.blame import (
@@ -242,6 +243,29 @@ def _listed(made: list[str]) -> str:
     return text
 
 
+TOLD_CHARS = 140  # the reply a run that changed nothing gave before it handed the case over
+# A sentence that says why not: what the rules or the records do not allow.
+_SAYS_NO = re.compile(
+    r"\b(not|no|cannot|can't|unable|non-[a-z]+|only|unfortunately|strict)\b", re.IGNORECASE
+)
+_SENTENCES = re.compile(r"(?<=[.!?])\s+")
+
+
+def _told_before(hand_off: StepView, steps: list[StepView]) -> str:
+    """Why a run that changed nothing did not: in its latest reply before `hand_off` that says
+    no, the first sentence saying it ("basic economy reservations cannot be modified"), not the
+    "I understand your concern." the reply opened with; else its last reply's first sentence."""
+    replies = [
+        s for s in steps if s.index < hand_off.index and s.kind == "llm_reasoning" and s.content
+    ]
+    for reply in reversed(replies):
+        sentences = _SENTENCES.split(" ".join(reply.content.split()))
+        said_no = next((x for x in sentences if _SAYS_NO.search(x)), None)
+        if said_no:
+            return first_sentence(said_no, TOLD_CHARS)
+    return first_sentence(replies[-1].content, TOLD_CHARS) if replies else ""
+
+
 def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blame | None) -> str:
     """The same run with its literal values, for the very same case (ids, question) again.
 
@@ -270,14 +294,21 @@ def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blam
         s for s in request.steps if s.tool and s.index not in listed
     ]
     text = f"The same case ran before ({outcome})"
-    if succeeded and not changes and not unsure and _could_change(request):
+    changed_nothing = succeeded and not changes and not unsure and _could_change(request)
+    if changed_nothing:
         text += " and changed nothing"
     if path := literal_path(calls):
         text += f": {path}"
     if succeeded and changes:
         text += f"; its changes were {_listed(_made(changes))}"
     if handed:
-        text += f"; then it handed the case to a person ({literal_call(handed[-1])})"
+        told = _told_before(handed[0], request.steps) if changed_nothing else ""
+        if told:
+            # Why it changed nothing is what the same case needs: the run's own words to the
+            # user when it decided (the hand-off's arguments are its note to a colleague).
+            text += f'; it told the user "{told}", then handed the case to a person'
+        else:
+            text += f"; then it handed the case to a person ({literal_call(handed[-1])})"
     if blame is not None:
         step = blame.step
         what = literal_call(step) if step.tool else f'reply "{first_sentence(step.content, 60)}"'
