@@ -21,7 +21,7 @@ from traces.review.heuristic.blame import (
     blames_the_answer,
     errored,
 )
-from traces.review.heuristic.placeholders import Sources, call_pattern, is_aside
+from traces.review.heuristic.placeholders import Sources, call_pattern, is_aside, literal_call
 from traces.review.scene import action_phrase, scene_request, scene_summary
 from traces.review.types import (
     ReviewOutcome,
@@ -110,17 +110,22 @@ def run_calls(
         if step.kind != "tool_call" or is_aside(step):
             continue
         effect = trace.call_effect(step)
+        kind = (
+            HAND_OFF
+            if effect.hands_off
+            else {True: "read", False: "write", None: "unknown"}[effect.read_only]
+        )
         calls.append(
             {
                 "tool": step.tool,
                 "pattern": call_pattern(step, sources),
                 # A hand-off is its own effect: never a family's change (families._signature)
                 # nor a workflow's step (family_induction).
-                "effect": HAND_OFF
-                if effect.hands_off
-                else {True: "read", False: "write", None: "unknown"}[effect.read_only],
+                "effect": kind,
                 "errored": errored(step),
                 "necessary": labels.get(step.index) == "necessary",
+                # A change as the replay shows it: two runs of one case compared (recall_block).
+                **({"literal": literal_call(step)} if kind == "write" else {}),
             }
         )
     return calls[:MAX_CALLS]

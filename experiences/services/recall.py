@@ -40,6 +40,7 @@ from experiences.scene import keywords_of
 from experiences.services.recall_block import (
     Case,
     FamilyVote,
+    contrasted,
     family_ways,
     ordered,
     prompt_block,
@@ -481,7 +482,7 @@ def experience_recall(
         now=now,
         latency_ms=round((time.perf_counter() - started) * 1000, 2),
     )
-    cases = same_case_of(items, query.task, known)
+    cases = contrasted(items, same_case_of(items, query.task, known))
     # The asked family's workflow goes first only when the vote is clear; a split vote is said.
     items = ordered(
         with_cases(items, cases),

@@ -43,9 +43,13 @@ HINDSIGHT_RECALL_SAME_CASE_NAMED_SIMILARITY: the same user asking about baggage 
 cancellation is a new case), or asks nearly the same thing (similarity at least
 HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY) naming no ids but the query's. Then the exact
 replay of that run, identifiers included, is served in place of the general advice; any other
-item gives only the strategy.
+item gives only the strategy. A failed run of the same case served beside the case's successful
+run is led by what that run did otherwise (`contrasted`): the changes it also made, the changes
+it did not make (hand-judged on τ-bench, 5 of 6 such replays went from neutral to helpful; the
+sixth was a success of the same user's near-identical request with another gold).
 """
 
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -72,6 +76,19 @@ class Case:
     same_instance: bool = False
     replay: str = ""
     sources: tuple[str, ...] = ()  # external ids of the runs it came from (the first few)
+    # The changes its run made, as its replay shows them (None: recorded before they were kept).
+    changes: tuple[str, ...] | None = None
+
+
+def _changes(calls) -> tuple[str, ...] | None:
+    """The changes a run made that worked, each once (distill_drafts.run_calls keeps each
+    write's literal); None when a write has no literal (reviewed before they were kept)."""
+    if isinstance(calls, str):  # Django's psycopg setup leaves jsonb undecoded
+        calls = json.loads(calls)
+    writes = [c for c in calls or () if c.get("effect") == "write"]
+    if any("literal" not in c for c in writes):
+        return None
+    return tuple(dict.fromkeys(c["literal"] for c in writes if not c.get("errored")))
 
 
 _CODE = re.compile(r"\b(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,10}\b")
@@ -99,7 +116,7 @@ def same_case_of(items, query_task: str, known: dict[int, Case] | None = None) -
     with connections[router.db_for_read(Experience, replica=True)].cursor() as cursor:
         # Each item's request and replay, and the external ids of its first source runs.
         cursor.execute(
-            "SELECT e.id, e.request, e.summary, e.replay, ARRAY(SELECT t.external_id FROM "
+            "SELECT e.id, e.request, e.summary, e.replay, e.calls, ARRAY(SELECT t.external_id FROM "
             "experiences_experiencesource s JOIN traces_trace t ON t.id = s.trace_id WHERE "
             "s.experience_id = e.id ORDER BY s.id LIMIT %s) FROM experiences_experience e "
             "WHERE e.id = ANY(%s)",
@@ -112,7 +129,9 @@ def same_case_of(items, query_task: str, known: dict[int, Case] | None = None) -
         if item.experience.id in known:
             cases[item.experience.id] = known[item.experience.id]
             continue
-        request, summary, replay, sources = rows.get(item.experience.id, ("", "", "", []))
+        request, summary, replay, calls, sources = rows.get(
+            item.experience.id, ("", "", "", [], [])
+        )
         similarity = item.score_parts.get("similarity", 0.0)
         same = (
             bool(replay)
@@ -120,9 +139,58 @@ def same_case_of(items, query_task: str, known: dict[int, Case] | None = None) -
             and is_same_case(asked, _case_ids(request or summary, replay), similarity)
         )
         cases[item.experience.id] = Case(
-            same_instance=same, replay=replay if same else "", sources=tuple(sources)
+            same_instance=same,
+            replay=replay if same else "",
+            sources=tuple(sources),
+            changes=_changes(calls) if same else None,
         )
     return cases
+
+
+CHANGES_NAMED = 3  # changes named in a failed run's contrast with its case's successful run
+
+
+def _named(changes: list[str]) -> str:
+    more = len(changes) - CHANGES_NAMED
+    return " and ".join(changes[:CHANGES_NAMED]) + (f" ({more} more)" if more > 0 else "")
+
+
+def contrasted(items, cases: dict[int, Case]) -> dict[int, Case]:
+    """Each served failed run of the query's own case, its replay led by what its case's served
+    successful run did otherwise: the change it also made, the change it did not make (ExpeL's
+    success / failure pair, for the very same case: the outcome alone never said which of a
+    failed run's changes was the mistake, or what it left undone). Only when the case's served
+    successful runs agree on their changes; the changes as the replays show them."""
+    same = [(item, cases[item.experience.id]) for item in items
+            if cases.get(item.experience.id, Case()).same_instance]  # fmt: skip
+    succeeded = [
+        case.changes
+        for item, case in same
+        if item.experience.polarity == Experience.Polarity.SUCCESS and case.changes is not None
+    ]
+    if not succeeded or len({frozenset(c) for c in succeeded}) != 1:
+        return cases
+    right = succeeded[0]
+    contrasted = dict(cases)
+    for item, case in same:
+        if item.experience.polarity != Experience.Polarity.FAILURE or case.changes is None:
+            continue
+        missing = [c for c in right if c not in case.changes]
+        extra = [c for c in case.changes if c not in right]
+        lead = ""
+        if missing:
+            lead += (
+                f"This case's successful run also made {_named(missing)}; the failed run "
+                "below did not. "
+            )
+        if extra:
+            lead += (
+                f"Do not make {_named(extra)} again: this case's successful run did not, and "
+                "the run below failed after it. "
+            )
+        if lead:
+            contrasted[item.experience.id] = replace(case, replay=lead + case.replay)
+    return contrasted
 
 
 def is_same_case(asked: set[str], theirs: set[str], similarity: float) -> bool:

@@ -511,3 +511,53 @@ def test_a_contrast_changes_three_experiences_in_one_update(post):
         )
     updates = [q["sql"].strip().replace('"', "") for q in review.captured_queries]
     assert sum(sql.startswith("UPDATE experiences_experience ") for sql in updates) == 1
+
+
+DECLARED = [
+    *({"name": n, "description": "", "read_only": True}
+      for n in ("get_user_details", "get_reservation_details")),
+    *({"name": n, "description": "", "read_only": False}
+      for n in ("update_reservation_flights", "cancel_reservation")),
+]  # fmt: skip
+
+
+def test_a_failed_run_of_the_same_case_is_told_what_its_successful_run_did_otherwise(post):
+    # The outcome alone never says which change of a failed run was the mistake, or what it
+    # left undone; the same case's successful run, served beside it, does.
+    user, reservation = "omar_rossi_1241", "UM3OG5"
+    reviewed(post, change_flight("run-ok", user, reservation, tools=DECLARED))
+    failed = cancel_trip("run-failed", user, reservation) | {"outcome": "failure"}
+    failed["tools"] = DECLARED
+    failed["steps"][0]["content"] = failed["task"] = (
+        f"I am {user}. Please move my flight on reservation {reservation} to May 25."
+    )
+    reviewed(post, failed)
+
+    def served():
+        answer = post("recall", {"task": f"I am {user}, move my flight on {reservation} please",
+                                 "include_candidates": True})  # fmt: skip
+        return {i["polarity"]: i for i in answer["items"] if i["same_instance"]}, answer
+
+    same, answer = served()
+    assert set(same) == {"success", "failure"}
+    replay = same["failure"]["replay"]
+    assert replay.startswith(
+        "This case's successful run also made update_reservation_flights date=2024-05-25, "
+        f"reservation_id={reservation}; the failed run below did not. "
+        f'Do not make cancel_reservation "{reservation}" again: this case\'s successful run '
+        "did not, and the run below failed after it. The same case ran before (failure): "
+    ), replay
+    assert replay[:200] in answer["prompt_block"]  # first: the block cuts a long line's end
+    assert same["success"]["replay"].startswith("The same case ran before (success)")
+    stored = Experience.objects.get(polarity="failure", kind="episode")
+    assert stored.replay.startswith("The same case ran before (failure)")  # told when served
+
+    # Two successful runs of the case that changed different things: no side is taken.
+    other = cancel_trip("run-ok-2", user, reservation)
+    other["tools"] = DECLARED
+    other["steps"][0]["content"] = other["task"] = (
+        f"I am {user}. Kindly move my flight on reservation {reservation} to May 25."
+    )
+    reviewed(post, other)
+    same, _ = served()
+    assert same["failure"]["replay"].startswith("The same case ran before (failure)")

@@ -9,7 +9,9 @@ from experiences.services.recall_block import (
     Case,
     FamilyVote,
     _case_ids,
+    _changes,
     _codes,
+    contrasted,
     is_same_case,
     ordered,
     prompt_block,
@@ -130,3 +132,28 @@ def test_the_block_gives_its_first_items_whole_within_a_thousand_characters():
     replay = "The same case ran before (success): " + " ".join(["call"] * 200)
     first = prompt_block(items[:1], {1: Case(same_instance=True, replay=replay)}, [])
     assert 400 < len(first.splitlines()[1]) <= 420
+
+
+def test_a_failed_run_is_contrasted_only_with_changes_recorded_and_agreed_on():
+    cancel = {"tool": "cancel_reservation", "effect": "write", "errored": False,
+              "literal": 'cancel_reservation "K1NW8N"'}  # fmt: skip
+    read = {"tool": "get_user_details", "effect": "read", "errored": False}
+    assert _changes([read, cancel, cancel]) == ('cancel_reservation "K1NW8N"',)
+    assert _changes([read, cancel | {"errored": True}]) == ()
+    assert _changes([read, {k: v for k, v in cancel.items() if k != "literal"}]) is None
+    assert _changes('[{"tool": "t", "effect": "read", "errored": false}]') == ()
+
+    failed = item(1, 0.9, polarity="failure", same_case=True)
+    ok = item(2, 0.8, same_case=True)
+    cases = {1: Case(True, "The same case ran before (failure).", changes=()),
+             2: Case(True, "The same case ran before (success).",
+                     changes=('cancel_reservation "K1NW8N"',))}  # fmt: skip
+    told = contrasted([failed, ok], cases)[1].replay
+    assert told == ("This case's successful run also made cancel_reservation \"K1NW8N\"; the "
+                    "failed run below did not. The same case ran before (failure).")  # fmt: skip
+    # Not recorded (reviewed before the changes were kept), or successes that disagree: as is.
+    unknown = cases | {1: replace(cases[1], changes=None)}
+    assert contrasted([failed, ok], unknown)[1].replay == cases[1].replay
+    other = item(3, 0.7, same_case=True)
+    disagree = cases | {3: Case(True, "The same case ran before (success).", changes=())}
+    assert contrasted([failed, ok, other], disagree)[1].replay == cases[1].replay
