@@ -94,7 +94,8 @@ class Experience(models.Model):
     blame = models.JSONField(default=dict, blank=True)
     # Episodes: every call of the run as a placeholder pattern, with its effect and whether it
     # failed or was necessary ([{"tool", "pattern", "effect", "errored", "necessary"}], effect
-    # one of read / write / hand_off / unknown): what
+    # one of read / write / hand_off / unknown; a write also has its "literal", as the replay
+    # shows it, for recall to contrast a failed run with its case's successful one): what
     # the family's workflow and insights are induced from (experiences.services.families).
     calls = models.JSONField(default=list, blank=True)
     # An episode that teaches no way to do another case (experiences.services.distill_drafts:
