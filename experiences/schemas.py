@@ -7,6 +7,7 @@ from ninja import Schema
 from pydantic import Field, field_validator
 
 from core.inputs import BIGINT_MAX, BodyIn, StrictIn
+from experiences.services.warnings import WarningItem  # the API answers it as it is
 
 
 class SceneOut(Schema):
@@ -164,15 +165,6 @@ class RecallIn(BodyIn):
         return [t.strip().lower() for t in tags if t.strip()]
 
 
-class WarningOut(Schema):
-    pattern_id: int
-    tool: str
-    message: str
-    occurrences: int
-    instead: str
-    similarity: float
-
-
 class RecallItemOut(Schema):
     experience_id: int
     advice: str  # the strategy: placeholders, never another run's literal values
@@ -197,7 +189,7 @@ class RecallOut(Schema):
     id: int
     items: list[RecallItemOut]
     prompt_block: str
-    warnings: list[WarningOut]
+    warnings: list[WarningItem]
 
 
 ExperienceId = Annotated[int, Field(ge=1, le=BIGINT_MAX)]
@@ -223,4 +215,4 @@ class WarningsIn(BodyIn):
 
 
 class WarningsOut(Schema):
-    warnings: list[WarningOut]
+    warnings: list[WarningItem]
