@@ -155,6 +155,20 @@ def split(
 
 
 ANSWERS_DIR: Path | None = None  # --answers: where each split's answers are written
+SERIAL = False  # --serial: the history reviewed after it is all in, in order, by one process
+
+
+def history_ingest(site: Site, api: Api, runs: list[Run]) -> None:
+    """The history through the batch API, reviewed as it comes (the user's case) or, with
+    --serial, held until it is all in and then reviewed in order by one process: what a review
+    says depends on what the project knew when it ran, so two codes compare run for run only
+    when the reviews run in the same order."""
+    if SERIAL:
+        site.pause_worker()
+    try:
+        api.ingest(runs)
+    finally:
+        site.resume_worker()
 
 
 def _write_answers(data: Split, answers: list[dict]) -> None:
@@ -290,7 +304,7 @@ def evaluate(site: Site, base: str, data: Split, show_misses: bool = False) -> t
     api, db = Api(base, key), Db(site.data_dir)
     project = db.project_id(data.dataset)
     started = time.monotonic()
-    api.ingest(data.history)
+    history_ingest(site, api, data.history)
     waited = db.wait_idle(project)
     review_seconds = time.monotonic() - started
     print(f"[{data.dataset}] {len(data.history)} history runs reviewed in {review_seconds:.1f} s",
@@ -321,7 +335,7 @@ def evaluate_unseen(site: Site, base: str, data: Split, show_misses: bool) -> di
     key = create_key(site, data.dataset)
     api, db = Api(base, key), Db(site.data_dir)
     project = db.project_id(data.dataset)
-    api.ingest(data.history)
+    history_ingest(site, api, data.history)
     db.wait_idle(project)
     figures, answers = ranking_against_baselines(
         api, db, data, project, show_misses, by_family=True
@@ -373,9 +387,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--misses", action="store_true", help="print the probes with nothing relevant in the top 3"
     )
+    parser.add_argument(
+        "--serial", action="store_true",
+        help="review each history after it is all in, in order, with one worker process: runs "
+        "of one code then print the same figures, and two codes compare run for run",
+    )  # fmt: skip
     args = parser.parse_args(argv)
-    global ANSWERS_DIR
-    ANSWERS_DIR = args.answers
+    global ANSWERS_DIR, SERIAL
+    ANSWERS_DIR, SERIAL = args.answers, args.serial
     if args.dataset in ("tau", "all"):
         if not args.tau or not args.tau.is_file():
             parser.error(f"--dataset {args.dataset} needs --tau FILE (sierra-research/tau-bench's "
@@ -387,6 +406,8 @@ def main(argv: list[str] | None = None) -> dict:
         data_dir = args.keep or Path(tmp) / "data"
         env = {"HINDSIGHT_REVIEWER": "heuristic", "HINDSIGHT_RATE_LIMIT_PER_MINUTE": "100000",
                "OPENAI_BASE_URL": "", "HINDSIGHT_EMBEDDING_BASE_URL": ""}  # fmt: skip
+        if SERIAL:
+            env["HINDSIGHT_WORKER_CONCURRENCY"] = "1"
         site = Site(data_dir, free_port(), env)
         site.start()
         base = f"http://127.0.0.1:{site.port}"
