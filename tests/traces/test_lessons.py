@@ -450,6 +450,14 @@ def test_a_successful_run_s_replay_says_what_it_changed_or_that_it_changed_nothi
         text = replay(cancel, effects=unknown)
         assert "changed nothing" not in text and "its changes" not in text
         assert 'cancel_reservation "K1NW8N"' in text
+    # Early in a project a change most runs made reads as the commit every run makes: it stays
+    # in the path, and the run is not said to have changed nothing.
+    commit = Behaviour(calls=20, fed_calls=0, runs=20, final_in_runs=10, final_in_successes=10,
+                       project_runs=20)  # fmt: skip
+    text = replay(cancel, effects=effects | {"cancel_reservation": tool_effect(
+        "cancel_reservation", behaviour=commit)},
+        project_tools=_made_in_some_runs("update_reservation_flights"))  # fmt: skip
+    assert "changed nothing" not in text and 'cancel_reservation "K1NW8N"' in text, text
     # Another tool known to change: the agent could have changed something, but whether this
     # run's cancellation is a change is not known yet: it is never said to have changed nothing.
     text = replay(cancel, effects={"cancel_reservation": tool_effect("cancel_reservation")},

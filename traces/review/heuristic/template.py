@@ -228,6 +228,15 @@ def _could_change(request: ReviewRequest) -> bool:
     return any(e.changes_state and not e.hands_off and e.every_run is False for e in known.values())
 
 
+def _committed(request: ReviewRequest) -> bool:
+    """The run made a change that nearly every run makes (the commit: `every_run`), besides a
+    hand-off: it did not change nothing. Early in a project, a tool most of its first runs
+    used (a flight change) reads as that commit, and its replay said "changed nothing: …, then
+    update_reservation_flights …"."""
+    effects = (request.trace.call_effect(s) for s in request.steps if s.tool and not errored(s))
+    return any(e.changes_state and not e.hands_off and e.every_run for e in effects)
+
+
 def _made(changes: list[StepView]) -> list[str]:
     """The changes as made, each once, in order."""
     return list(dict.fromkeys(literal_call(c) for c in changes))
@@ -294,7 +303,13 @@ def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blam
         s for s in request.steps if s.tool and s.index not in listed
     ]
     text = f"The same case ran before ({outcome})"
-    changed_nothing = succeeded and not changes and not unsure and _could_change(request)
+    changed_nothing = (
+        succeeded
+        and not changes
+        and not unsure
+        and not _committed(request)
+        and _could_change(request)
+    )
     if changed_nothing:
         text += " and changed nothing"
     if path := literal_path(calls):
