@@ -171,7 +171,7 @@ def contrasted(items, cases: dict[int, Case]) -> dict[int, Case]:
     if not succeeded or len({frozenset(c) for c in succeeded}) != 1:
         return cases
     right = succeeded[0]
-    contrasted = dict(cases)
+    told = dict(cases)
     for item, case in same:
         if item.experience.polarity != Experience.Polarity.FAILURE or case.changes is None:
             continue
@@ -189,8 +189,8 @@ def contrasted(items, cases: dict[int, Case]) -> dict[int, Case]:
                 "the run below failed after it. "
             )
         if lead:
-            contrasted[item.experience.id] = replace(case, replay=lead + case.replay)
-    return contrasted
+            told[item.experience.id] = replace(case, replay=lead + case.replay)
+    return told
 
 
 def is_same_case(asked: set[str], theirs: set[str], similarity: float) -> bool:
