@@ -31,13 +31,14 @@ def test_a_good_review_is_parsed_and_measured(llm_settings, fake_openai):
     outcome = LLMReviewer().review(a_request())
 
     assert outcome.reviewer == "llm" and outcome.model == "fake-reviewer"
-    assert outcome.prompt_version == "llm-6"
+    assert outcome.prompt_version == "llm-7"
     assert (outcome.prompt_tokens, outcome.completion_tokens) == (850, 240)
     assert [j.label for j in outcome.template.labels] == ["necessary", "failed", "necessary"]
     sent = fake_openai.chat_requests[0]
     assert sent["response_format"]["type"] == "json_schema"
     system = sent["messages"][0]["content"]
     assert "mutually exclusive" in system
+    assert "changed nothing says why" in system  # the template's rules, told to the LLM
     # the same rule set as the offline reviewer: causality with a correlated-but-unnecessary
     # example, failure localisation, the scene summary
     assert "correlated but unnecessary" in system and "find where it went wrong" in system
@@ -115,7 +116,7 @@ def test_an_llm_review_is_stored_with_model_tokens_and_latency(llm_settings, pro
     assert (review.reviewer, review.model, review.prompt_version) == (
         "llm",
         "fake-reviewer",
-        "llm-6",
+        "llm-7",
     )
     assert (review.prompt_tokens, review.completion_tokens) == (850, 240)
     assert review.experience.startswith("When you use docker_logs")

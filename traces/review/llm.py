@@ -15,7 +15,7 @@ from traces.review.types import (
     check_labels_cover_window,
 )
 
-PROMPT_VERSION = "llm-6"
+PROMPT_VERSION = "llm-7"
 
 SYSTEM_PROMPT = """You review an AI agent's finished trajectory after the fact, with the global
 view. Label every step with exactly one label. The labels are mutually exclusive; apply the first
@@ -65,7 +65,10 @@ Write values that came from the request or from an earlier result as named place
 constants (a button label); do not quote the request (the scene is stored apart). replay: the
 same run with its literal values (ids, names, the refused answer), for when the very same case
 comes again; a failed run's replay lists every
-change it made (the one too many or the one missing is what the same case must see).
+change it made (the one too many or the one missing is what the same case must see); a
+successful run that changed nothing says why, in the sentence it told the user when it decided
+("basic economy reservations cannot be modified"), and one that made a change never says it
+changed nothing.
 And whether this trajectory is worth using as a reference.
 Give a short reason and a confidence between 0 and 1 for each label (how strong the evidence
 is, not a constant). Label exactly the steps shown."""
