@@ -7,7 +7,7 @@ from core.http import AuthedRequest
 from experiences import selectors
 from experiences.models import Experience, ExperienceMerge, KbArticle, MergeProposal
 from traces.selectors.access import ProjectAccess
-from traces.views.common import dashboard_for
+from traces.views.common import dashboard_for, wants_partial
 
 
 def _access_to(request: AuthedRequest, project_id: int) -> ProjectAccess:
@@ -59,6 +59,6 @@ def _get_article_for_user(
 
 
 def _forbidden(request: AuthedRequest) -> HttpResponse:
-    if request.htmx:
+    if wants_partial(request):
         return HttpResponse("Only project admins can do this.", status=403)
     return render(request, "traces/forbidden.html", status=403)

@@ -86,7 +86,7 @@ def kb_article_edit(request: AuthedRequest, article_id: int) -> HttpResponse:
         article = kb.kb_article_edit(
             project=article.project, article_id=article.pk, user=request.user, **form.cleaned_data
         )
-        if not request.htmx:
+        if not wants_partial(request):
             return redirect(reverse("experiences:kb") + f"#article-{article.pk}")
         return render(request, f"{KB}#article", {"article": article, "is_admin": True})
     status = 422 if form.is_bound else 200

@@ -85,7 +85,7 @@ def _done(
     request: AuthedRequest, experience: Experience, access: ProjectAccess, error: str = ""
 ) -> HttpResponse:
     """After an action on one experience: its row for htmx, else back where the form was."""
-    if request.htmx:
+    if wants_partial(request):
         return _row(request, access, experience.pk, error=error)
     if error:
         messages.error(request, error)
@@ -148,7 +148,7 @@ def experience_scope(request: AuthedRequest, experience_id: int) -> HttpResponse
     known = scope_known_values(project=access.project)
     unknown = scope_unknown_values(known=known, **form.scope())
     signature = unknown_signature(unknown)
-    if request.htmx and unknown and not form.is_unknown_allowed(signature):
+    if wants_partial(request) and unknown and not form.is_unknown_allowed(signature):
         # Not saved yet: the row form again, with the warning and a "save anyway" button.
         return _scope_form(request, experience, form, status=422, unknown=unknown)
     try:
@@ -157,7 +157,7 @@ def experience_scope(request: AuthedRequest, experience_id: int) -> HttpResponse
         )
     except DomainError as failure:
         return _done(request, experience, access, failure.detail)
-    if unknown and not request.htmx:  # the detail page's form: saved, and said so loudly
+    if unknown and not wants_partial(request):  # the detail page's form: saved, and said so loudly
         messages.warning(request, _unknown_saved(unknown))
     return _done(request, experience, access)
 

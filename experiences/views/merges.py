@@ -96,7 +96,7 @@ def proposal_decide(request: AuthedRequest, proposal_id: int) -> HttpResponse:
             )
         except DomainError as failure:
             error = failure.detail
-    if not request.htmx:
+    if not wants_partial(request):
         _say(request, error, _decided(proposal))
         return redirect("experiences:merges")
     return _after_decision(request, proposal_id, access, error)
@@ -148,7 +148,7 @@ def merge_undo(request: AuthedRequest, merge_id: int) -> HttpResponse:
     except DomainError as failure:
         error = failure.detail
     done = f"Merge undone: #{merge.absorbed_id} is back on its own."
-    if not request.htmx:
+    if not wants_partial(request):
         _say(request, error, done)
         return redirect_to_next(request, reverse("experiences:merges"))
     row = selectors.merge_for_user(projects=[access.project], merge_id=merge.pk)

@@ -243,7 +243,8 @@ def test_a_reviewer_votes_and_an_admin_publishes_the_knowledge_base(
     ada.goto(live_server.url + "/kb/")
     expect(ada.get_by_text("3 promoted experiences are waiting")).to_be_visible()
     ada.get_by_role("button", name="Rebuild from promoted experiences").click()
-    expect(ada.get_by_text("Knowledge base rebuilt: 2 articles.")).to_be_visible()
+    # The worker rebuilds and the page reloads when it is done: seconds on a loaded machine.
+    expect(ada.get_by_text("Knowledge base rebuilt: 2 articles.")).to_be_visible(timeout=20_000)
     article = KbArticle.objects.get(key="tool:docker_logs")
     card = ada.locator(f"#article-{article.pk}")
     card.get_by_role("button", name="Edit").click()

@@ -53,14 +53,11 @@ def test_no_view_overwrites_the_vary_header():
     assert offenders == []
 
 
-def _get_views_reading_htmx(path: Path) -> list[str]:
-    """GET views (under @require_GET) that read `request.htmx` themselves."""
+def _views_reading_htmx(path: Path) -> list[str]:
+    """Functions that read `request.htmx` themselves (`wants_partial` is the one that may)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if not isinstance(node, ast.FunctionDef):
-            continue
-        decorators = {ast.unparse(d).split("(")[0] for d in node.decorator_list}
-        if "require_GET" not in decorators:
+        if not isinstance(node, ast.FunctionDef) or node.name == "wants_partial":
             continue
         if any(
             isinstance(n, ast.Attribute) and n.attr == "htmx" and ast.unparse(n.value) == "request"
@@ -70,15 +67,15 @@ def _get_views_reading_htmx(path: Path) -> list[str]:
     return found
 
 
-def test_get_views_ask_wants_partial_not_request_htmx():
-    """A GET answers a part of a page through wants_partial / render_page_or_partial: a bare
-    `request.htmx` also took boosted navigations and history restores (the back button) for a
-    partial, and gave them a page without its suggestions."""
+def test_views_ask_wants_partial_not_request_htmx():
+    """Whether htmx made a request is asked one way, `wants_partial` (and render_page_or_partial,
+    navigate): a bare `request.htmx` also took boosted navigations and history restores (the
+    back button) for a partial, and gave them a page without its suggestions."""
     views = [p for app in ("traces", "experiences") for p in (ROOT / app / "views").glob("*.py")]
-    assert [f for p in views for f in _get_views_reading_htmx(p)] == []
+    assert [f for p in views for f in _views_reading_htmx(p)] == []
 
 
 def test_the_htmx_check_sees_a_violation(tmp_path):
     view = tmp_path / "view.py"
-    view.write_text("@require_GET\ndef page(request):\n    return 1 if request.htmx else 2\n")
-    assert _get_views_reading_htmx(view) == ["view.py:page"]
+    view.write_text("@require_POST\ndef act(request):\n    return 1 if request.htmx else 2\n")
+    assert _views_reading_htmx(view) == ["view.py:act"]

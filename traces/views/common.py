@@ -1,5 +1,6 @@
 """What every dashboard page uses: the user's projects and the current one, the
 project_page decorator, the page cursor, page-or-partial rendering, the redirect to `next`.
+Views ask whether htmx made a request only through `wants_partial` (a test keeps it so).
 
 The experience pages (experiences.views) use them too.
 """
@@ -14,6 +15,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
+from django_htmx.http import HttpResponseClientRedirect
 
 from core.errors import DomainError
 from core.http import AuthedRequest
@@ -91,6 +93,12 @@ def wants_partial(request: AuthedRequest) -> bool:
     the URL again with HX-History-Restore-Request and must get the whole page."""
     htmx = request.htmx
     return bool(htmx) and not htmx.boosted and not htmx.history_restore_request
+
+
+def navigate(request: AuthedRequest, url: str) -> HttpResponse:
+    """After a POST, the whole page goes to `url`: htmx is told to (HX-Redirect; a 302 would be
+    followed inside the element it swaps), a plain form gets the redirect."""
+    return HttpResponseClientRedirect(url) if wants_partial(request) else redirect(url)
 
 
 def vary_on_htmx(response: HttpResponse) -> HttpResponse:

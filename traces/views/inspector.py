@@ -10,7 +10,6 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseClientRedirect
 
 from core.errors import DomainError
 from core.http import AuthedRequest
@@ -39,7 +38,7 @@ from traces.selectors.queue import claim_live_on, claim_open_for, queue_reason_o
 from traces.services import labels
 from traces.services.audit import audit_event
 from traces.services.labels import LabelConflict
-from traces.views.common import dashboard_for, vary_on_htmx, wants_partial
+from traces.views.common import dashboard_for, navigate, vary_on_htmx, wants_partial
 
 
 def _get_trace_for_user(request: AuthedRequest, trace_id: int) -> Trace:
@@ -188,7 +187,7 @@ def step_label(request: AuthedRequest, trace_id: int, index: int) -> HttpRespons
     if not form.is_valid():
         return HttpResponse("label, reason or version is not valid", status=422)
     status, error = _relabel(request, trace, index, form)
-    if not request.htmx:
+    if not wants_partial(request):
         if error:
             messages.error(request, error)
         return redirect(f"{reverse('traces:detail', args=[trace.pk])}#step-{index}")
@@ -213,7 +212,7 @@ def trace_accept(request: AuthedRequest, trace_id: int) -> HttpResponse:
         result = labels.trace_accept_all(trace=trace, seen_versions=seen, user=request.user)
         _say_accepted(request, result)
     url = reverse("traces:detail", args=[trace.pk])
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    return navigate(request, url)
 
 
 @require_POST
@@ -225,7 +224,7 @@ def claim_override(request: AuthedRequest, trace_id: int, claim_id: int) -> Http
     claim = _claim_of_another(request, trace)
     url = reverse("traces:detail", args=[trace.pk])
     if claim is None or claim.pk != claim_id:  # lapsed, finished or released meanwhile
-        return HttpResponse(status=204) if request.htmx else redirect(url)
+        return HttpResponse(status=204) if wants_partial(request) else redirect(url)
     overridden = request.session.get(SESSION_OVERRIDES, [])
     if claim.pk not in overridden:
         request.session[SESSION_OVERRIDES] = [*overridden, claim.pk][-50:]
@@ -236,7 +235,7 @@ def claim_override(request: AuthedRequest, trace_id: int, claim_id: int) -> Http
                     "until": claim.expires_at.isoformat()},
             after={"labelled_by": request.user.get_username()},
         )  # fmt: skip
-    if request.htmx:
+    if wants_partial(request):
         return HttpResponse(status=204)
     messages.warning(request, f"You label this trajectory although {claim.user} holds it.")
     return redirect(url)
@@ -248,7 +247,7 @@ def accept_asked_first(
     """Without JavaScript, "Accept all" and "Finish & next" (Ctrl+Enter's form) ask first too:
     a page naming the machine labels they would accept, whose button sends them again with
     `confirmed`. With htmx the page asked already (hindsight.js)."""
-    if request.htmx or request.POST.get("confirmed") or not seen:
+    if wants_partial(request) or request.POST.get("confirmed") or not seen:
         return None
     indexes = sorted(seen)
     context = {

@@ -8,7 +8,6 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseClientRedirect
 
 from core.errors import DomainError
 from core.http import AuthedRequest
@@ -29,6 +28,7 @@ from traces.services import review_claims
 from traces.templatetags.times import FORMATS
 from traces.views.common import (
     dashboard_for,
+    navigate,
     project_page,
     query_without_cursor,
     render_page_or_partial,
@@ -166,7 +166,7 @@ def queue_finish(request: AuthedRequest, claim_id: int) -> HttpResponse:
         else:
             url = _claimed_url(following)
     # htmx posts it after its confirmation (the Ctrl+Enter path): navigate the whole page.
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    return navigate(request, url)
 
 
 @require_POST
