@@ -1,10 +1,18 @@
 """The domain's words are defined once: the API's outcome values, the model's choices and the
-CHECK constraint are the same list, and 'success or partial counts as success' is one rule."""
+CHECK constraint are the same list; 'success or partial counts as success' and 'failure or
+partial went wrong' are one rule each, written nowhere else."""
 
+import re
+from pathlib import Path
 from typing import get_args
 
 from traces.models import Trace
-from traces.review.types import SUCCEEDED_OUTCOMES, counts_as_success
+from traces.review.types import (
+    SUCCEEDED_OUTCOMES,
+    WENT_WRONG_OUTCOMES,
+    counts_as_success,
+    went_wrong,
+)
 from traces.schemas import OUTCOMES, Outcome
 
 
@@ -18,3 +26,25 @@ def test_success_or_partial_counts_as_success_and_nothing_else():
     assert SUCCEEDED_OUTCOMES <= set(OUTCOMES)
     assert [o for o in OUTCOMES if counts_as_success(o)] == ["success", "partial"]
     assert not counts_as_success("unknown")
+
+
+def test_failure_or_partial_went_wrong_and_nothing_else():
+    assert WENT_WRONG_OUTCOMES <= set(OUTCOMES)
+    assert [o for o in OUTCOMES if went_wrong(o)] == ["failure", "partial"]
+    assert not went_wrong("unknown")
+
+
+def test_no_module_spells_an_outcome_rule_again():
+    root = Path(__file__).resolve().parents[2]
+    spelled = re.compile(
+        r"""in \(?["'](success|failure|partial)["'], ["'](success|failure|partial)["']"""
+    )
+    found = [
+        f"{path.relative_to(root)}:{n}"
+        for app in ("core", "traces", "experiences", "hindsight_site")
+        for path in sorted((root / app).rglob("*.py"))
+        if "migrations" not in path.parts
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if spelled.search(line)
+    ]
+    assert found == []

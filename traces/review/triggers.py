@@ -6,7 +6,7 @@ from collections import defaultdict
 
 from django.conf import settings
 
-from traces.review.types import StepView, TraceView, Window
+from traces.review.types import StepView, TraceView, Window, went_wrong
 
 # The trigger of a short run's review (a full window, reviewed offline).
 SHORT = "short"
@@ -66,7 +66,7 @@ def full_review_reason(trace: TraceView, steps: list[StepView]) -> str | None:
         return f"{tool_calls} tool calls"
     if seconds >= settings.HINDSIGHT_REVIEW_MIN_SECONDS:
         return f"{seconds:.0f} s"
-    if trace.outcome in ("failure", "partial") and tool_calls:
+    if went_wrong(trace.outcome) and tool_calls:
         # A run that went wrong is always worth its lesson: failure lessons are the most
         # durable memory, and the cost argument for skipping short runs is about successes.
         return f"a {trace.outcome} with {tool_calls} tool call(s)"

@@ -36,6 +36,16 @@ def counts_as_success(outcome: str) -> bool:
     return outcome in SUCCEEDED_OUTCOMES
 
 
+# A run's outcomes that say something went wrong: a partial result has a lesson as well as a
+# strategy. The one definition; the review's triggers and its blame read it.
+WENT_WRONG_OUTCOMES = frozenset({"failure", "partial"})
+
+
+def went_wrong(outcome: str) -> bool:
+    """Whether a run with this outcome has a lesson to teach (an unknown outcome proves none)."""
+    return outcome in WENT_WRONG_OUTCOMES
+
+
 @dataclass(frozen=True)
 class TraceView:
     id: int

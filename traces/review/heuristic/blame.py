@@ -32,7 +32,7 @@ from traces.review.heuristic.signals import VERDICT_AGAINST, error_opening, erro
 from traces.review.scene import first_sentence, informative_text
 from traces.review.triggers import MARKER as _MARKER
 from traces.review.triggers import dissatisfied_sentence, is_dissatisfied
-from traces.review.types import ReviewRequest, StepView
+from traces.review.types import ReviewRequest, StepView, went_wrong
 
 EVIDENCE = (
     "the user objected",
@@ -167,7 +167,7 @@ def blame_of(request: ReviewRequest, labels: Mapping[int, str]) -> Blame | None:
     """The step a lesson forbids, by the rules of the module docstring (None: none)."""
     trace, steps = request.trace, request.steps
     calls = [s for s in steps if s.kind == "tool_call"]
-    went_wrong = trace.outcome in ("failure", "partial")
+    wrong_outcome = went_wrong(trace.outcome)
 
     def effect_of(step: StepView) -> str:
         return trace.call_effect(step).evidence if step.tool else "not a tool call"
@@ -178,7 +178,7 @@ def blame_of(request: ReviewRequest, labels: Mapping[int, str]) -> Blame | None:
     def blame(step: StepView, evidence: str, consequence: str, reason: str) -> Blame:
         return Blame(step, evidence, consequence, reason, effect_of(step))
 
-    if went_wrong:
+    if wrong_outcome:
         found = _user_objected(request, calls, blameable)
         if found is not None:
             step, complaint = found
@@ -215,7 +215,7 @@ def blame_of(request: ReviewRequest, labels: Mapping[int, str]) -> Blame | None:
             step, EVIDENCE[3], f"it returned {_quote(error_text(step))}", "the call failed"
         )
     misleading = [
-        c for c in calls if went_wrong and labels.get(c.index) == "misleading" and blameable(c)
+        c for c in calls if wrong_outcome and labels.get(c.index) == "misleading" and blameable(c)
     ]  # fmt: skip
     if misleading:
         step = misleading[0]
