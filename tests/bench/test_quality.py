@@ -17,6 +17,10 @@ def test_the_offline_reviewer_agrees_with_the_gold_set():
     assert figures["kappa"] >= 0.6
 
 
+# Each runs bench/quality.py, which starts `hindsight run` on a fresh data dir.
+launcher = pytest.mark.launcher
+
+
 @pytest.fixture(scope="module")
 def slice_figures():
     # 8 HotpotQA questions (40 runs) and the first 60 WebShop episodes, through a fresh site.
@@ -25,22 +29,26 @@ def slice_figures():
     return {"hotpotqa": hotpotqa, "webshop": webshop}
 
 
+@launcher
 def test_every_reviewed_run_of_the_slice_yields_an_experience(slice_figures):
     for figures in slice_figures.values():
         assert figures["review"]["yield"] >= 0.95, figures["review"]["yield_by_outcome"]
 
 
+@launcher
 def test_no_experience_has_a_greeting_scene_cut_json_or_a_bare_tool_list(slice_figures):
     for figures in slice_figures.values():
         assert figures["review"]["advice_problems"] == {}
 
 
+@launcher
 def test_a_question_asked_again_recalls_its_earlier_runs_and_their_lesson(slice_figures):
     project = slice_figures["hotpotqa"]["project"]
     assert project["hit@3"] >= 0.95
     assert project.get("lesson_first_share", 1.0) >= 0.8
 
 
+@launcher
 def test_the_merge_queue_stays_small(slice_figures):
     for figures in slice_figures.values():
         assert figures["review"]["proposals_per_100"] <= 15
@@ -96,6 +104,7 @@ def tau_episode(task_id: int, trial: int, reward: float) -> dict:
     }  # fmt: skip
 
 
+@launcher
 def test_transcripts_of_another_domain_are_imported_reviewed_and_recalled(tmp_path):
     # τ-bench's own file is not shipped; the same shape, through the same import path: short
     # successes (2 tool calls) get a short review instead of being skipped, and a new run of a
