@@ -114,9 +114,12 @@ def same_case_of(items, query_task: str, known: dict[int, Case] | None = None) -
     if not ids:
         return {item.experience.id: known[item.experience.id] for item in items}
     with connections[router.db_for_read(Experience, replica=True)].cursor() as cursor:
-        # Each item's request and replay, and the external ids of its first source runs.
+        # Each item's request, replay and writes (not its every call: recall's hot path), and
+        # the external ids of its first source runs.
         cursor.execute(
-            "SELECT e.id, e.request, e.summary, e.replay, e.calls, ARRAY(SELECT t.external_id FROM "
+            "SELECT e.id, e.request, e.summary, e.replay, "
+            """jsonb_path_query_array(e.calls, '$[*] ? (@.effect == "write")'), """
+            "ARRAY(SELECT t.external_id FROM "
             "experiences_experiencesource s JOIN traces_trace t ON t.id = s.trace_id WHERE "
             "s.experience_id = e.id ORDER BY s.id LIMIT %s) FROM experiences_experience e "
             "WHERE e.id = ANY(%s)",
