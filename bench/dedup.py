@@ -81,8 +81,8 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="hindsight-bench-dedup-") as data_dir:
         setup_django(data_dir)
+        from accounts.models import Project
         from bench.seeding import bulk_load, clustered_vectors, experience_rows, unit
-        from traces.models import Project
 
         rng = np.random.default_rng(42)
         centers = unit(rng.normal(0, 1, size=(args.clusters, 384)))

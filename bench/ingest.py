@@ -122,9 +122,7 @@ def run_load(
 
 
 def _otlp_rejected(answer: bytes) -> int:
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-        ExportTraceServiceResponse,
-    )
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
     return ExportTraceServiceResponse.FromString(answer).partial_success.rejected_spans
 

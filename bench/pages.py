@@ -89,7 +89,8 @@ def seed(*, traces: int, steps: int, big_steps: int):
     from django.contrib.auth import get_user_model
     from django.db import connection
 
-    from traces.models import Membership, Project, Step, Trace
+    from accounts.models import Membership, Project
+    from traces.models import Step, Trace
 
     project = Project.objects.create(name="bench")
     user = get_user_model().objects.create_user("bench", password="bench-password-1")

@@ -91,11 +91,11 @@ def seed(
     setup_django()
     from django.conf import settings
 
+    from accounts.models import Project
     from bench.seeding import bulk_load, experience_rows
     from experiences.embeddings import get_embedder
     from experiences.models import Experience, FailurePattern
     from experiences.services.recall import RecallQuery, _query_text
-    from traces.models import Project
 
     rng = random.Random(11)
     project = Project.objects.get(name="demo")
@@ -169,6 +169,7 @@ def exact_agreement(bodies: list[dict], project_name: str = "demo") -> dict[str,
     from django.utils import timezone
     from pgvector import Vector
 
+    from accounts.models import Project
     from experiences.embeddings import get_embedder
     from experiences.services.recall import (
         RecallQuery,
@@ -176,7 +177,6 @@ def exact_agreement(bodies: list[dict], project_name: str = "demo") -> dict[str,
         candidates_scored,
         candidates_sql,
     )
-    from traces.models import Project
 
     project = Project.objects.get(name=project_name)
     now = timezone.now()
@@ -268,8 +268,8 @@ def small_project_series(
 ) -> dict[str, dict]:
     """Each small project recalled over HTTP by its own key (each task new), then the same
     tasks in process against exact search (`exact_agreement`: the ways taken, answers short)."""
-    from traces.models import Project
-    from traces.services.api_keys import api_key_create
+    from accounts.models import Project
+    from accounts.services.api_keys import api_key_create
 
     figures = {}
     for size in sizes:

@@ -1,11 +1,15 @@
-"""Keyset (cursor) pagination on a descending id: stable and O(page) at any depth."""
+"""Keyset (cursor) pagination on a descending id: stable and O(page) at any depth; a list's
+row count capped so a page never scans a big table to count it."""
 
 import base64
 from dataclasses import dataclass
+from typing import Any
 
 from django.db.models import Model, Q, QuerySet
 
 from core.errors import InvalidInput
+
+COUNT_CAP = 1_000  # a list counts its rows up to this, then says "1,000+"
 
 
 @dataclass(frozen=True)
@@ -116,3 +120,9 @@ def newer_page(queryset: QuerySet, *, cursor: str | None, limit: int) -> NewerPa
         queryset.filter(pk__gte=boundary).order_by("pk").values_list("pk", flat=True)[: limit + 1]
     )
     return NewerPage(cursor=encode_cursor(above[limit]) if len(above) > limit else None)
+
+
+def capped_count(queryset: QuerySet[Any], cap: int = COUNT_CAP) -> tuple[int, bool]:
+    """Count up to `cap` rows: exact for normal lists, "1,000+" without scanning 100k rows."""
+    count = queryset.order_by()[: cap + 1].count()
+    return min(count, cap), count > cap

@@ -5,6 +5,8 @@ from typing import Literal
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router
 
+from accounts.auth import READ_SCOPES, require_scope
+from core.api_errors import BODY_ERRORS, errors
 from core.inputs import PageIn
 from experiences import selectors
 from experiences.schemas import (
@@ -21,8 +23,6 @@ from experiences.schemas import (
 from experiences.services import kb, recall_log
 from experiences.services import recall as recall_service
 from experiences.services.warnings import warnings_for_call
-from traces.auth import READ_SCOPES, require_scope
-from traces.schemas import BODY_ERRORS, errors
 
 router = Router(tags=["experiences"])
 

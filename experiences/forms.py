@@ -5,9 +5,9 @@ from typing import Any, cast
 
 from django import forms
 
+from core.list_filters import ListFilterForm, suggested_text
 from experiences.models import Experience
 from experiences.selectors import LibraryFilters
-from traces.forms import ListFilterForm, suggested_text
 from traces.models import Trace
 
 

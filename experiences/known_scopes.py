@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 
 from django.db import connection
 
+from accounts.models import Project
+from core.list_filters import MAX_VALUES
 from experiences.models import RecallLog
-from traces.known_values import MAX_VALUES, trace_known_values
-from traces.models import Project
+from traces.known_values import trace_known_values
 
 RECENT_RECALLS = 2_000
 KINDS = ("environments", "agents", "users")

@@ -13,12 +13,12 @@ from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import ValidationError
 
+from accounts.auth import API_KEY_AUTH, ApiKeyRateThrottle
 from core.errors import DomainError
 from core.inputs import TOO_LARGE
 from experiences.api import router as experiences_router
 from hindsight_site.outage import outage_json
 from traces.api import router as traces_router
-from traces.auth import API_KEY_AUTH, ApiKeyRateThrottle
 
 logger = logging.getLogger("hindsight.api")
 

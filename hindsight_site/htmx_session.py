@@ -4,7 +4,7 @@
 browser's XMLHttpRequest follows it, and htmx swapped the sign-in page into the step being
 labelled, saving nothing and saying nothing. For htmx requests that redirect becomes a 401 with
 `{"detail", "login_url"}`: static/js/hindsight.js keeps the request, asks for the password in
-place (traces.views.session) and sends it again.
+place (accounts.views.session) and sends it again.
 """
 
 from collections.abc import Callable

@@ -198,8 +198,8 @@ DEMO_KEY_SCOPES = ["ingest", "recall"]
 def ensure_demo_key(directory: Path) -> str:
     """The demo project's key, kept in `directory`/demo-api-key; a new one if it is missing or
     no longer valid (revoked, or another database)."""
-    from traces.auth import api_key_lookup
-    from traces.services.api_keys import api_key_create, project_get_or_create
+    from accounts.auth import api_key_lookup
+    from accounts.services.api_keys import api_key_create, project_get_or_create
 
     demo = project_get_or_create(name="demo")
     key_file = directory / "demo-api-key"

@@ -1,6 +1,6 @@
 """An account that signed in with a one-time password chooses its own before anything else.
 
-The mark is in the session (traces.services.accounts copies it there at sign-in), so this
+The mark is in the session (accounts.services.users copies it there at sign-in), so this
 reads no table. Every dashboard page, the admin site and htmx requests (sent to the page with
 HX-Redirect) lead to the password change; signing out, and the change itself, stay open. The
 API authenticates with keys, not sessions, and is left alone.
@@ -13,7 +13,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
-from traces.services.accounts import SESSION_PASSWORD_DUE
+from accounts.services.users import SESSION_PASSWORD_DUE
 
 OPEN = ("password_change", "password_change_done", "logout", "login")
 

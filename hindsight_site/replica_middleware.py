@@ -27,7 +27,7 @@ PIN_SALT = "hindsight_site.replica_middleware.pin"
 READ_METHODS = frozenset({"GET", "HEAD"})
 # Methods that never change anything: they do not pin the browser to the primary.
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
-PAGE_MODULES = ("traces.views.", "experiences.views.")
+PAGE_MODULES = ("accounts.views.", "traces.views.", "experiences.views.")
 
 
 class ReplicaReadMiddleware:

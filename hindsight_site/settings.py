@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django_htmx",
     "ninja",
+    "accounts",  # projects, members, API keys, the audit log: below traces and experiences
     "traces",
     "traces.otlp",  # the OTLP/HTTP receiver: its span buffer has its own migrations
     "experiences",
@@ -77,7 +78,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 # dashboard: the user's projects, the current one and the role (nav, switcher)
-                "traces.context_processors.dashboard",
+                "accounts.context_processors.dashboard",
             ],
             # {% when value %}: every moment in one format, in the viewer's time zone
             "builtins": ["traces.templatetags.times"],
@@ -219,7 +220,7 @@ SECURE_HSTS_SECONDS = env_int("HINDSIGHT_HSTS_SECONDS", 0, minimum=0)
 SECURE_SSL_REDIRECT = env_bool("HINDSIGHT_SSL_REDIRECT", False)
 if env_bool("HINDSIGHT_TRUST_X_FORWARDED_PROTO", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-# Sign-in brute-force protection (traces.services.login_throttle): after this many wrong
+# Sign-in brute-force protection (accounts.services.login_throttle): after this many wrong
 # passwords for one username, or from one address, each further one makes the next try wait
 # twice as long (1 s, 2 s, 4 s … up to the max delay); failures are forgotten a window after the
 # last one. (HINDSIGHT_LOGIN_LOCKOUT_SECONDS, the lockout's length before, is read as the window.)

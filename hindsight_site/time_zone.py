@@ -8,7 +8,7 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
-from traces.services.accounts import SESSION_TIME_ZONE, account_time_zone
+from accounts.services.users import SESSION_TIME_ZONE, account_time_zone
 
 
 class UserTimeZoneMiddleware:

@@ -4,12 +4,12 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from accounts.forms import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
+from accounts.views import account
+from accounts.views.sign_in_link import sign_in_link
 from hindsight_site.api import api
-from traces.forms import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
-from traces.views import accounts
-from traces.views.sign_in_link import sign_in_link
 
-# Both sign-in pages refuse a locked-out username or address (traces.services.login_throttle).
+# Both sign-in pages refuse a locked-out username or address (accounts.services.login_throttle).
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
 urlpatterns = [
@@ -26,22 +26,24 @@ urlpatterns = [
     # an admin sign-in a reviewer cannot use); the rest of Django's account pages as they are
     path(
         "accounts/password_change/",
-        accounts.AccountPasswordChangeView.as_view(),
+        account.AccountPasswordChangeView.as_view(),
         name="password_change",
     ),
     path(
         "accounts/password_change/done/",
-        accounts.password_change_done,
+        account.password_change_done,
         name="password_change_done",
     ),
     # the account's own settings (the time zone pages show times in)
-    path("accounts/settings/", accounts.account_settings, name="account_settings"),
+    path("accounts/settings/", account.account_settings, name="account_settings"),
     # One-time links from `manage.py sign_in_link`: past the sign-in throttle.
     path("accounts/link/<str:token>/", sign_in_link, name="sign_in_link"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/v1/", api.urls),
     path("api/docs", RedirectView.as_view(url="/api/v1/docs", permanent=False)),
-    # dashboard pages (traces, inspector, queue, stats, audit, settings)
+    # projects and their settings, members, keys, the audit log
+    path("", include("accounts.urls")),
+    # dashboard pages (traces, inspector, queue, stats)
     path("", include("traces.urls")),
     # curation pages (experience library and detail, merge queue, knowledge base)
     path("", include("experiences.urls")),

@@ -15,10 +15,10 @@ import redis as redis_lib
 from django.conf import settings
 from django.test import Client
 
+from accounts.models import ApiKey, Project
+from accounts.services.api_keys import api_key_create
 from hindsight_site import embedded
 from tests.fake_openai import FakeOpenAI
-from traces.models import ApiKey, Project
-from traces.services.api_keys import api_key_create
 
 ROOT = Path(__file__).resolve().parent.parent
 _ids = itertools.count(1)
@@ -128,8 +128,8 @@ def running_site_key(data_dir: Path, scopes: list[str], project: str = "demo") -
 
     import psycopg
 
-    from traces.auth import hash_key
-    from traces.services.api_keys import KEY_PREFIX, VISIBLE_PREFIX_CHARS
+    from accounts.auth import hash_key
+    from accounts.services.api_keys import KEY_PREFIX, VISIBLE_PREFIX_CHARS
 
     record = embedded.read_record(data_dir)
     assert record is not None, f"no running site on {data_dir}"

@@ -1,25 +1,6 @@
 from django.contrib import admin
 
-from traces.models import ApiKey, AuditEvent, Membership, Project, Step, Trace
-
-
-@admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
-    list_display = ["name", "created_at"]
-    search_fields = ["name"]
-
-
-@admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
-    list_display = ["user", "project", "role"]
-    list_filter = ["role", "project"]
-
-
-@admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ["prefix", "project", "name", "scopes", "last_used_at", "revoked_at"]
-    list_filter = ["project"]
-    readonly_fields = ["prefix", "key_hash", "last_used_at", "created_at"]
+from traces.models import Step, Trace
 
 
 class StepInline(admin.TabularInline):
@@ -35,9 +16,3 @@ class TraceAdmin(admin.ModelAdmin):
     list_filter = ["project", "outcome", "review_status", "task_type"]
     search_fields = ["external_id", "task", "agent"]
     inlines = [StepInline]
-
-
-@admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
-    list_display = ["created_at", "project", "action", "object_type", "object_id", "actor_user"]
-    list_filter = ["action", "project"]

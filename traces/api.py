@@ -4,11 +4,11 @@ from django.http import HttpRequest
 from ninja import Query, Router
 from ninja.responses import Status
 
+from accounts.auth import READ_SCOPES, require_scope
+from core.api_errors import BODY_ERRORS, errors
 from core.inputs import PageIn
-from traces.auth import READ_SCOPES, require_scope
 from traces.review import service as review_service
 from traces.schemas import (
-    BODY_ERRORS,
     BatchOut,
     StepsAppendIn,
     TraceAcceptedOut,
@@ -19,7 +19,6 @@ from traces.schemas import (
     TraceIn,
     TraceListOut,
     TraceOpenIn,
-    errors,
 )
 from traces.selectors.trace_list import TraceFilters, trace_get, trace_list
 from traces.services import imports, ingest, streaming

@@ -1,9 +1,9 @@
-"""Reads of the values a project has already seen (agents, environments, tools, users; audit
-actions and object types), to suggest them in filters and scope fields and to warn about a
-value nobody has ever used.
+"""Reads of the values a project's trajectories have already shown (agents, environments, tools,
+users), to suggest them in filters and scope fields and to warn about a value nobody has ever
+used (the audit log's own: accounts.selectors.audit).
 
-Bounded on purpose: the values come from the project's latest traces / audit events only, and
-at most MAX_VALUES of each kind, so a project with a million traces pays for a window read
+Bounded on purpose: the values come from the project's latest traces only, and at most
+MAX_VALUES of each kind, so a project with a million traces pays for a window read
 through the (project, -id) index, never a table scan. A value last seen before the window is
 then "unknown": the warning that follows says so, and saving stays allowed.
 """
@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from traces.models import AuditEvent, Project, Trace
+from accounts.models import Project
+from core.list_filters import MAX_VALUES
+from traces.models import Trace
 
 RECENT_TRACES = 5_000
-RECENT_EVENTS = 20_000
-MAX_VALUES = 200
 
 
 @dataclass(frozen=True)
@@ -57,25 +57,3 @@ def trace_known_values(*, project: Project) -> KnownTraceValues:
         for kind, value in cursor.fetchall():
             found[kind].append(value)
     return KnownTraceValues(**found)
-
-
-@dataclass(frozen=True)
-class KnownAuditValues:
-    actions: list[str]
-    object_types: list[str]
-
-
-def audit_known_values(*, project: Project) -> KnownAuditValues:
-    """The distinct actions and object types of the project's latest audit events (one query)."""
-    recent = AuditEvent.objects.filter(project=project).order_by("-id").values("id")[:RECENT_EVENTS]
-    pairs = (
-        AuditEvent.objects.filter(id__in=recent)
-        .values_list("action", "object_type")
-        .distinct()
-        .order_by()
-    )
-    actions, object_types = set(), set()
-    for action, object_type in pairs[: MAX_VALUES * 4]:
-        actions.add(action)
-        object_types.add(object_type)
-    return KnownAuditValues(actions=sorted(actions), object_types=sorted(object_types))

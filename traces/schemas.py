@@ -242,24 +242,6 @@ class TraceImportIn(StrictIn):
 # ---------------------------------------------------------------------------- responses
 
 
-class ErrorOut(Schema):
-    """Every API error: a message, or for 422 / 413 a list of `{loc, msg, type}`."""
-
-    detail: Any
-
-
-# Answered by every operation: no or revoked key, wrong scope, invalid parameters, rate limit.
-_ALWAYS = (401, 403, 422, 429)
-# Answered by operations with a JSON body: malformed JSON, body (or steps) over the limit.
-BODY_ERRORS = (400, 413)
-
-
-def errors(*statuses: int) -> dict[int, type[ErrorOut]]:
-    """The error statuses of an operation for its `response=` (the OpenAPI schema documents
-    them; tests/fuzz checks that no other status is answered)."""
-    return {status: ErrorOut for status in sorted({*_ALWAYS, *statuses})}
-
-
 class TraceAcceptedOut(Schema):
     id: int
     external_id: str

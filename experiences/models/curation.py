@@ -6,8 +6,8 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 
+from accounts.models import Project
 from experiences.models.experience import Experience
-from traces.models import Project
 
 
 class ExperienceMerge(models.Model):

@@ -13,7 +13,8 @@ from django.db.models import Q
 from django.utils import timezone
 from pgvector.django import HalfVectorField, HnswIndex
 
-from traces.models import Project, Review, Trace
+from accounts.models import Project
+from traces.models import Review, Trace
 
 EMBEDDING_DIM = settings.HINDSIGHT_EMBEDDING_DIM
 

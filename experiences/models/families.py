@@ -8,8 +8,8 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from pgvector.django import HalfVectorField
 
+from accounts.models import Project
 from experiences.models.experience import EMBEDDING_DIM
-from traces.models import Project
 
 
 class TaskFamily(models.Model):

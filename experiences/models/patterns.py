@@ -3,7 +3,7 @@
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
-from traces.models import Project
+from accounts.models import Project
 
 
 class FailurePattern(models.Model):

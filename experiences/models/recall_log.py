@@ -3,7 +3,7 @@
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
-from traces.models import Project
+from accounts.models import Project
 
 
 class RecallLog(models.Model):
@@ -11,7 +11,7 @@ class RecallLog(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="recalls")
     api_key = models.ForeignKey(
-        "traces.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "accounts.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     query = models.JSONField(default=dict)
     # [{"experience_id", "score", "rank"}] in the order returned.

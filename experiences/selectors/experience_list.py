@@ -7,17 +7,11 @@ from dataclasses import dataclass
 from django.contrib.auth.models import User
 from django.db.models import Prefetch, QuerySet
 
+from accounts.models import Project
 from core.errors import NotFound
 from core.inputs import QueryIn
-from core.pagination import Page, paginate_by_id
-from experiences.models import (
-    Experience,
-    ExperienceSource,
-    ExperienceVote,
-    FailurePattern,
-)
-from traces.models import Project
-from traces.selectors.trace_list import capped_count
+from core.pagination import Page, capped_count, paginate_by_id
+from experiences.models import Experience, ExperienceSource, ExperienceVote, FailurePattern
 
 # The library's "scope" filter: which scope list must be non-empty.
 SCOPE_FIELDS = {

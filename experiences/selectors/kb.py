@@ -2,8 +2,8 @@
 
 from dataclasses import dataclass
 
+from accounts.models import Project
 from experiences.models import Experience, KbArticle
-from traces.models import Project
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,10 @@ from dataclasses import dataclass
 from django.db.models import QuerySet
 from django.db.models.fields.json import KT
 
-from core.pagination import Page, paginate_by_id, paginate_by_rank
+from accounts.models import Project
+from core.pagination import Page, capped_count, paginate_by_id, paginate_by_rank
 from experiences.models import ExperienceMerge, MergeProposal
 from experiences.services.merging import wording_rank
-from traces.models import Project
-from traces.selectors.trace_list import capped_count
 
 
 def merge_queryset() -> QuerySet[ExperienceMerge]:

@@ -6,8 +6,8 @@ from django.db.models import Count, Q
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from accounts.models import Project
 from experiences.models import Experience, RecallLog
-from traces.models import Project
 
 
 def _bar_width(n: int, peak: int) -> int:

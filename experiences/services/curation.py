@@ -12,18 +12,13 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from accounts.services.audit import audit_event
 from core.errors import Conflict, InvalidInput
 from core.publish import tasks_publish_on_commit
-from experiences.models import (
-    Experience,
-    ExperienceVote,
-    MergeProposal,
-    scene_text,
-)
+from experiences.models import Experience, ExperienceVote, MergeProposal, scene_text
 from experiences.services.dedup import DEDUP_TASK
 from experiences.services.merging import experience_merge
 from experiences.services.versions import version_record
-from traces.services.audit import audit_event
 
 S = Experience.Status
 TRANSITIONS: dict[str, set[str]] = {

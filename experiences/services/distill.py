@@ -13,14 +13,8 @@ from typing import cast
 from django.db import transaction
 from django.utils import timezone
 
-from experiences.models import (
-    Experience,
-    ExperienceSource,
-)
-from experiences.services.distill_contrast import (
-    CONTRAST_CLAUSES,
-    experiences_contrast,
-)
+from experiences.models import Experience, ExperienceSource
+from experiences.services.distill_contrast import CONTRAST_CLAUSES, experiences_contrast
 from experiences.services.distill_drafts import (
     ExperienceDraft,
     PatternDraft,
@@ -40,11 +34,7 @@ from experiences.services.versions import version_record
 from traces.models import Review, Step, Trace
 from traces.review.heuristic import build_template
 from traces.review.service import review_request, step_view, trace_view
-from traces.review.types import (
-    Label,
-    StepJudgement,
-    Window,
-)
+from traces.review.types import Label, StepJudgement, Window
 
 __all__ = [
     "MAX_PATTERN_SOURCES",

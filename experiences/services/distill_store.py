@@ -9,11 +9,7 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from experiences.embeddings import get_embedder
-from experiences.models import (
-    Experience,
-    ExperienceSource,
-    FailurePattern,
-)
+from experiences.models import Experience, ExperienceSource, FailurePattern
 from experiences.scene import task_key
 from experiences.services.distill_contrast import experiences_contrast
 from experiences.services.distill_drafts import ExperienceDraft, PatternDraft

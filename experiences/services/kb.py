@@ -26,6 +26,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 from redis.exceptions import RedisError
 
+from accounts.models import Project
 from core.errors import DomainError
 from experiences.services.kb_articles import (
     REWRITE_PROMPT,
@@ -40,7 +41,6 @@ from experiences.services.kb_export import (
     kb_export_jsonl,
     kb_export_markdown_zip,
 )
-from traces.models import Project
 
 __all__ = [
     "DONE",

@@ -11,11 +11,11 @@ from collections.abc import Callable
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from accounts.models import Project
+from accounts.services.audit import audit_event
 from core.errors import InvalidInput, NotFound
 from experiences.models import Experience, KbArticle
 from experiences.services.llm_text import complete_text
-from traces.models import Project
-from traces.services.audit import audit_event
 
 REWRITE_PROMPT = """Rewrite these experiences of an AI agent as a short best-practice article in
 Markdown for other agents and their operators: a title line ('# ...'), then sections for what to

@@ -7,8 +7,8 @@ import json
 import re
 import zipfile
 
+from accounts.models import Project
 from experiences.models import Experience, KbArticle
-from traces.models import Project
 
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from accounts.services.audit import audit_event
 from core.errors import Conflict, NotFound
 from experiences.models import (
     Experience,
@@ -25,7 +26,6 @@ from experiences.models import (
     MergeProposal,
 )
 from experiences.services.versions import version_record
-from traces.services.audit import audit_event
 
 # What a wording was written from, beside its scene: it goes where the wording goes.
 _OF_THE_WORDING = ("replay", "blame", "calls", "same_case_only", "path")

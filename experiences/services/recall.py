@@ -34,6 +34,7 @@ from django.conf import settings
 from django.db import connections, router
 from django.utils import timezone
 
+from accounts.models import ApiKey, Project
 from experiences.embeddings import get_embedder
 from experiences.models import Experience, scene_text
 from experiences.scene import keywords_of
@@ -51,7 +52,6 @@ from experiences.services.recall_block import (
 )
 from experiences.services.recall_log import recall_log_write
 from experiences.services.warnings import WarningItem, warnings_for_tools
-from traces.models import ApiKey, Project
 from traces.review.scene import query_request
 
 logger = logging.getLogger(__name__)

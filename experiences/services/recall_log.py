@@ -13,9 +13,9 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from accounts.models import ApiKey, Project
 from core.errors import InvalidInput, NotFound
 from experiences.models import Experience, RecallLog
-from traces.models import ApiKey, Project
 
 # One statement, one round trip: the log row, and when the returned experiences were last
 # recalled (their narrow ExperienceRecall rows, never the experience rows with the vector; at most

@@ -12,9 +12,9 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Q
 
+from accounts.models import Project
 from experiences.models import FailurePattern
 from experiences.services.patterns import argument_shape, shape_similarity
-from traces.models import Project
 
 MAX_WARNINGS = 5
 # What a warning is made of: the hot path before every tool call loads nothing else.

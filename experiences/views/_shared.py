@@ -3,11 +3,12 @@
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 
+from accounts.dashboard import dashboard_for
+from accounts.selectors.access import ProjectAccess
 from core.http import AuthedRequest
+from core.pages import wants_partial
 from experiences import selectors
 from experiences.models import Experience, ExperienceMerge, KbArticle, MergeProposal
-from traces.selectors.access import ProjectAccess
-from traces.views.common import dashboard_for, wants_partial
 
 
 def _access_to(request: AuthedRequest, project_id: int) -> ProjectAccess:
@@ -61,4 +62,4 @@ def _get_article_for_user(
 def _forbidden(request: AuthedRequest) -> HttpResponse:
     if wants_partial(request):
         return HttpResponse("Only project admins can do this.", status=403)
-    return render(request, "traces/forbidden.html", status=403)
+    return render(request, "accounts/forbidden.html", status=403)

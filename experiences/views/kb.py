@@ -10,13 +10,14 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts.dashboard import project_page
+from accounts.selectors.access import ProjectAccess
 from core.http import AuthedRequest
+from core.pages import vary_on_htmx, wants_partial
 from experiences import selectors
 from experiences.forms import KbArticleForm
 from experiences.services import kb
 from experiences.views._shared import _forbidden, _get_article_for_user
-from traces.selectors.access import ProjectAccess
-from traces.views.common import project_page, vary_on_htmx, wants_partial
 
 KB = "experiences/kb.html"
 

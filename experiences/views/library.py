@@ -10,8 +10,18 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts.dashboard import project_page
+from accounts.selectors.access import ProjectAccess
 from core.errors import DomainError
 from core.http import AuthedRequest
+from core.pages import (
+    page_cursor,
+    query_without_cursor,
+    redirect_to_next,
+    render_page_or_partial,
+    vary_on_htmx,
+    wants_partial,
+)
 from experiences import selectors
 from experiences.forms import (
     BulkForm,
@@ -31,16 +41,6 @@ from experiences.known_scopes import (
 from experiences.models import Experience
 from experiences.services import curation
 from experiences.views._shared import _forbidden, _get_experience_for_user
-from traces.selectors.access import ProjectAccess
-from traces.views.common import (
-    page_cursor,
-    project_page,
-    query_without_cursor,
-    redirect_to_next,
-    render_page_or_partial,
-    vary_on_htmx,
-    wants_partial,
-)
 
 PAGE_SIZE = 50
 LIBRARY = "experiences/library.html"

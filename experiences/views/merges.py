@@ -9,26 +9,17 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.dashboard import project_page
+from accounts.selectors.access import ProjectAccess
 from core.errors import DomainError
 from core.http import AuthedRequest
+from core.pages import page_cursor, redirect_to_next, render_page_or_partial, wants_partial
 from core.pagination import decode_rank_cursor
 from experiences import selectors
 from experiences.forms import ProposalDecisionForm
 from experiences.models import MergeProposal
 from experiences.services import curation, merging
-from experiences.views._shared import (
-    _forbidden,
-    _get_merge_for_user,
-    _get_proposal_for_user,
-)
-from traces.selectors.access import ProjectAccess
-from traces.views.common import (
-    page_cursor,
-    project_page,
-    redirect_to_next,
-    render_page_or_partial,
-    wants_partial,
-)
+from experiences.views._shared import _forbidden, _get_merge_for_user, _get_proposal_for_user
 
 HISTORY_PAGE_SIZE = 20
 QUEUE_PAGE_SIZE = 20

@@ -2,10 +2,11 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from accounts.dashboard import project_page
+from accounts.selectors.access import ProjectAccess
 from core.http import AuthedRequest
+from core.pages import vary_on_htmx, wants_partial
 from experiences import selectors
-from traces.selectors.access import ProjectAccess
-from traces.views.common import project_page, vary_on_htmx, wants_partial
 
 
 @require_GET

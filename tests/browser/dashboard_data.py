@@ -5,12 +5,12 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
+from accounts.services.api_keys import api_key_create
 from experiences.services import kb
 from experiences.services.versions import version_record
 from tests.experience_pages.conftest import make_experience, make_proposal  # noqa: F401
 from tests.pages.conftest import admin_user, make_trace, reviewer  # noqa: F401 - fixtures
 from traces.models import Review, Step
-from traces.services.api_keys import api_key_create
 
 
 @pytest.fixture
@@ -79,8 +79,8 @@ def dashboard_pages(data: dict[str, Any]) -> list[tuple[str, str]]:
         ("merges", reverse("experiences:merges")),
         ("kb", reverse("experiences:kb")),
         ("stats", reverse("traces:stats")),
-        ("audit", reverse("traces:audit")),
-        ("settings", reverse("traces:settings")),
+        ("audit", reverse("accounts:audit")),
+        ("settings", reverse("accounts:settings")),
         ("account", reverse("account_settings")),
         ("password", reverse("password_change")),
         ("not-found", "/no-such-page/"),

@@ -5,6 +5,7 @@ base. Screenshots go to test-artifacts/curation-*.png."""
 import pytest
 from playwright.sync_api import expect
 
+from accounts.models import AuditEvent
 from experiences.models import Experience, ExperienceMerge, KbArticle, MergeProposal
 from experiences.services import kb
 from tests.experience_pages.conftest import (  # noqa: F401 - fixtures
@@ -13,7 +14,6 @@ from tests.experience_pages.conftest import (  # noqa: F401 - fixtures
     run_queued_rebuild,
 )
 from tests.pages.conftest import admin_user, make_trace, reviewer  # noqa: F401 - fixtures
-from traces.models import AuditEvent
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

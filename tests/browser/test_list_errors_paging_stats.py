@@ -61,7 +61,7 @@ def test_a_bad_value_in_a_link_is_shown_on_every_list(
         (reverse("traces:list") + "?outcome=bogus", "#id_outcome_error"),
         (reverse("experiences:library") + "?status=bogus", "#id_status_error"),
         (reverse("traces:queue") + "?why=bogus", "#id_why_error"),
-        (reverse("traces:audit") + "?until=2026-02-31", "#id_until_error"),
+        (reverse("accounts:audit") + "?until=2026-02-31", "#id_until_error"),
     ):
         page.goto(live_server.url + path)
         expect(page.locator(field)).not_to_be_empty()

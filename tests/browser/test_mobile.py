@@ -95,7 +95,7 @@ def test_the_menu_is_a_plain_bar_on_a_desktop(page, live_server, login, admin_us
 
 
 def test_tables_scroll_inside_their_box(phone, live_server, dashboard, shot):  # noqa: F811
-    for path in (reverse("traces:list"), reverse("experiences:library"), reverse("traces:audit")):
+    for path in (reverse("traces:list"), reverse("experiences:library"), reverse("accounts:audit")):
         phone.goto(live_server.url + path)
         box = phone.locator(".table-wrap").first
         sizes = box.evaluate(
@@ -123,7 +123,7 @@ def test_list_filters_are_folded_and_open_with_the_keyboard(
     phone, live_server, dashboard, shot  # noqa: F811
 ):  # fmt: skip
     for path in (reverse("traces:list"), reverse("experiences:library"), reverse("traces:queue"),
-                 reverse("traces:audit")):  # fmt: skip
+                 reverse("accounts:audit")):  # fmt: skip
         phone.goto(live_server.url + path)
         fold = phone.locator("details.filter-fold")
         expect(fold).not_to_have_attribute("open", "")

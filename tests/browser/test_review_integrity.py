@@ -7,8 +7,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from accounts.models import AuditEvent
 from tests.pages.conftest import admin_user, make_trace, reviewer  # noqa: F401 - fixtures
-from traces.models import AuditEvent, Review, Step
+from traces.models import Review, Step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

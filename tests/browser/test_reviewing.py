@@ -6,6 +6,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from accounts.models import AuditEvent
 from tests.pages.conftest import (  # noqa: F401 - fixtures
     PASSWORD,
     admin_user,
@@ -13,7 +14,7 @@ from tests.pages.conftest import (  # noqa: F401 - fixtures
     other_project,
     reviewer,
 )
-from traces.models import AuditEvent, Step
+from traces.models import Step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -211,8 +212,8 @@ def test_a_lapsed_session_keeps_the_label_and_sends_it_after_signing_in_in_place
 def test_a_trajectory_another_reviewer_holds_says_so_and_asks_before_a_label(
     page, live_server, login, admin_user, project, make_trace, shot, console_errors  # noqa: F811
 ):  # fmt: skip
+    from accounts.models import Membership
     from tests.pages.conftest import make_user
-    from traces.models import Membership
     from traces.services.review_claims import claim_next
 
     trace = make_trace(project, steps=3)

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from accounts.auth import api_key_lookup
+from accounts.models import AuditEvent, Membership
+from accounts.services.api_keys import api_key_create
 from experiences.models import Experience
 from experiences.services import curation
 from tests.browser.conftest import ARTIFACTS
 from tests.experience_pages.conftest import make_experience  # noqa: F401 - fixtures
 from tests.pages.conftest import admin_user, make_trace  # noqa: F401 - fixtures
-from traces.auth import api_key_lookup
-from traces.models import AuditEvent, Membership
-from traces.services.api_keys import api_key_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

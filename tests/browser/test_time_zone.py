@@ -8,9 +8,10 @@ import pytest
 from django.urls import reverse
 from playwright.sync_api import expect
 
+from accounts.models import AccountSettings
 from tests.browser.test_accessibility import axe_violations
 from tests.pages.conftest import make_trace, reviewer  # noqa: F401 - fixtures
-from traces.models import AccountSettings, Trace
+from traces.models import Trace
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

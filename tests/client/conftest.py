@@ -21,10 +21,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from accounts.models import Project
+from accounts.services.api_keys import api_key_create
 from hindsight_client import Backoff, HindsightClient
 from tests.conftest import running_site_key
-from traces.models import Project
-from traces.services.api_keys import api_key_create
 
 # Short waits keep the retry tests quick; the policy is the same as in production.
 FAST_BACKOFF = Backoff(base=0.02, cap=0.2)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from accounts.models import Project
 from experiences.embeddings import get_embedder
 from experiences.models import Experience, FailurePattern
 from experiences.services.patterns import argument_shape
-from traces.models import Project
 
 
 def make_experience(project: Project, *, task: str, advice: str, **fields: Any) -> Experience:

@@ -10,13 +10,7 @@ import json
 
 import pytest
 
-from hindsight_client import (
-    ApiError,
-    InvalidRequest,
-    Limits,
-    RequestTooLarge,
-    StepRejected,
-)
+from hindsight_client import ApiError, InvalidRequest, Limits, RequestTooLarge, StepRejected
 from tests.client.conftest import FAST_BACKOFF
 from tests.conftest import trajectory
 from traces.models import Step, Trace

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from accounts.services.api_keys import api_key_create
 from hindsight_client import ApiError, HindsightClient
 from tests.client.library import make_experience, make_failure_pattern
-from traces.services.api_keys import api_key_create
 
 OOM_TASK = "Find out why the web container keeps restarting"
 OOM_ADVICE = (

@@ -12,13 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from hindsight_client import (
-    Backoff,
-    ConnectionFailed,
-    Limits,
-    default_spool_dir,
-    resend_spooled,
-)
+from hindsight_client import Backoff, ConnectionFailed, Limits, default_spool_dir, resend_spooled
 from hindsight_client.spool import spool_write
 from tests.client.conftest import FAST_BACKOFF, wait_for
 from traces.models import Step, Trace

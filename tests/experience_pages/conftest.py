@@ -9,6 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from accounts.models import Project
 from experiences.models import Experience, ExperienceRecall, ExperienceSource, MergeProposal
 from experiences.services import kb
 from experiences.tasks import rebuild_kb
@@ -21,7 +22,7 @@ from tests.pages.conftest import (  # noqa: F401 - fixtures
     outsider,
     reviewer,
 )
-from traces.models import Project, Trace
+from traces.models import Trace
 
 DIM = 384
 _axes = itertools.count(2)

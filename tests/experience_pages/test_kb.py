@@ -5,10 +5,10 @@ import zipfile
 
 import pytest
 
+from accounts.models import AuditEvent
 from experiences.models import KbArticle
 from experiences.services import kb
 from tests.experience_pages.conftest import HTMX, count_queries
-from traces.models import AuditEvent
 
 
 @pytest.fixture

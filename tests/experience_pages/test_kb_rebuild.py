@@ -7,12 +7,12 @@ import psycopg
 import pytest
 from django.utils import timezone
 
+from accounts.models import AuditEvent
 from experiences.models import KbArticle
 from experiences.services import kb
 from experiences.tasks import rebuild_kb
 from tests.conftest import WorkerProcess, wait_until, worker_database_url
 from tests.experience_pages.conftest import HTMX, forget_rebuilds, take_queued_tasks
-from traces.models import AuditEvent
 
 STATUS = "/kb/rebuild/status/"
 

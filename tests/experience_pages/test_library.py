@@ -3,9 +3,9 @@
 import pytest
 from django.test import Client
 
+from accounts.models import AuditEvent, Membership
 from experiences.models import Experience, ExperienceVersion, ExperienceVote
 from tests.experience_pages.conftest import HTMX, count_queries
-from traces.models import AuditEvent, Membership
 
 # ---------------------------------------------------------------------------- the list
 

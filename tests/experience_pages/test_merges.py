@@ -4,11 +4,11 @@ import re
 
 import pytest
 
+from accounts.models import AuditEvent
 from experiences.models import Experience, ExperienceMerge, MergeProposal
 from experiences.selectors import advice_diff
 from experiences.services.merging import experience_merge
 from tests.experience_pages.conftest import HTMX, count_queries
-from traces.models import AuditEvent
 
 
 @pytest.fixture

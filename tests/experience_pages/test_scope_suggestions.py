@@ -5,10 +5,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from accounts.models import AuditEvent
 from experiences.known_scopes import scope_known_values, scope_unknown_values
 from experiences.models import Experience, RecallLog
 from traces import known_values
-from traces.models import AuditEvent
 
 from .conftest import HTMX
 

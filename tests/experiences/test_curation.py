@@ -7,11 +7,11 @@ import zipfile
 import pytest
 from django.contrib.auth import get_user_model
 
+from accounts.models import AuditEvent
 from core.errors import Conflict, InvalidInput
 from experiences.models import Experience, KbArticle, MergeProposal
 from experiences.services import curation, kb
 from tests.experiences.test_dedup import make
-from traces.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
 

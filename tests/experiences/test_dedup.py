@@ -6,13 +6,14 @@ import threading
 import pytest
 from django.db import connection
 
+from accounts.models import AuditEvent
 from core.errors import Conflict
 from experiences.models import Experience, ExperienceMerge, ExperienceSource, MergeProposal
 from experiences.scene import substance_overlap
 from experiences.services.dedup import experience_dedup
 from experiences.services.llm_merge import merge_advice_with_llm
 from experiences.services.merging import experience_merge_undo
-from traces.models import AuditEvent, Trace
+from traces.models import Trace
 
 DIM = 384
 

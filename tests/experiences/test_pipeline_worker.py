@@ -147,7 +147,7 @@ def test_a_human_relabel_re_derives_the_experience_through_the_worker(
 ):
     from django.contrib.auth import get_user_model
 
-    from traces.models import AuditEvent
+    from accounts.models import AuditEvent
     from traces.services.labels import step_relabel
 
     trace_id = post_json(f"{live_server.url}/api/v1/traces", pipeline_key, seed_000_body())["id"]

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, example, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from accounts.models import Project
 from experiences.embeddings import get_embedder
 from experiences.models import Experience
 from experiences.services.recall import (
@@ -19,7 +20,6 @@ from experiences.services.recall import (
     candidate_rows,
     candidates_scored,
 )
-from traces.models import Project
 
 pytestmark = pytest.mark.django_db
 

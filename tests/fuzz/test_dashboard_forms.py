@@ -4,8 +4,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from traces.models import Membership
-from traces.views.common import SESSION_PROJECT
+from accounts.dashboard import SESSION_PROJECT
+from accounts.models import Membership
 
 pytestmark = pytest.mark.django_db
 

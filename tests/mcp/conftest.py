@@ -17,9 +17,9 @@ import pytest
 from django.conf import settings
 from mcp import Client, StdioServerParameters
 
+from accounts.models import Project
+from accounts.services.api_keys import api_key_create
 from tests.conftest import worker_database_url
-from traces.models import Project
-from traces.services.api_keys import api_key_create
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

@@ -11,8 +11,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
-from traces.models import Project
-from traces.services.api_keys import api_key_create
+from accounts.models import Project
+from accounts.services.api_keys import api_key_create
 
 PATH = "/api/v1/otlp/v1/traces"
 PROTOBUF = "application/x-protobuf"

@@ -8,7 +8,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from traces.models import Membership, Project, Review, Step, Trace
+from accounts.models import Membership, Project
+from traces.models import Review, Step, Trace
 from traces.schemas import TraceIn
 from traces.services.ingest import trace_ingest
 

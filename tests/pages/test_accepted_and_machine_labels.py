@@ -5,8 +5,9 @@ import json
 
 import pytest
 
+from accounts.models import AuditEvent
 from core.errors import NotFound
-from traces.models import AuditEvent, Review, ReviewClaim, Step, Trace
+from traces.models import Review, ReviewClaim, Step, Trace
 from traces.selectors.stats import label_agreement
 from traces.services.labels import LabelConflict, step_relabel
 

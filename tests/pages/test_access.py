@@ -2,8 +2,8 @@
 
 import pytest
 
+from accounts.models import Membership
 from tests.pages.conftest import make_user
-from traces.models import Membership
 
 PAGES = ["/traces/", "/queue/", "/stats/", "/audit/", "/settings/"]
 

@@ -5,8 +5,8 @@ password (only where that reaches no other project), projects created from the s
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from accounts.models import AuditEvent, Membership, PasswordChangeDue, Project
 from tests.pages.conftest import PASSWORD, make_user
-from traces.models import AuditEvent, Membership, PasswordChangeDue, Project
 
 NEW = "a-brand-new-long-password-7"
 

@@ -1,8 +1,8 @@
 """Audit log and project settings (members, API keys): admins only."""
 
-from traces.auth import api_key_lookup
-from traces.models import ApiKey, AuditEvent, Membership
-from traces.services.api_keys import api_key_create
+from accounts.auth import api_key_lookup
+from accounts.models import ApiKey, AuditEvent, Membership
+from accounts.services.api_keys import api_key_create
 
 from .conftest import make_user
 

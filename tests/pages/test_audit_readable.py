@@ -3,11 +3,11 @@ the project's actions and object types, paging."""
 
 import pytest
 
+from accounts.models import AuditEvent
+from accounts.selectors.audit import audit_list
+from accounts.services.audit import audit_event
 from experiences.services import curation
 from tests.experience_pages.conftest import make_experience  # noqa: F401 - fixture
-from traces.models import AuditEvent
-from traces.selectors.audit import audit_list
-from traces.services.audit import audit_event
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HX-Request": "true"}
@@ -138,7 +138,7 @@ def test_paging_keeps_the_filters(client_for, admin_user, project, monkeypatch):
     audit_event(action="trace.ingest", object_type="trace", object_id=9, project=project)
     original = audit_list
     monkeypatch.setattr(
-        "traces.views.audit.audit_list", lambda **kw: original(**{**kw, "limit": 2})
+        "accounts.views.audit.audit_list", lambda **kw: original(**{**kw, "limit": 2})
     )
     client = client_for(admin_user)
 

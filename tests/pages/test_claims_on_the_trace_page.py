@@ -6,7 +6,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from traces.models import AuditEvent, ReviewClaim, Step
+from accounts.models import AuditEvent
+from traces.models import ReviewClaim, Step
 from traces.services.review_claims import claim_next
 
 HTMX = {"HX-Request": "true"}

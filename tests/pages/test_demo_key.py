@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from accounts.auth import api_key_lookup
+from accounts.services.api_keys import api_key_revoke
 from hindsight_site.launcher import ensure_demo_key
-from traces.auth import api_key_lookup
-from traces.services.api_keys import api_key_revoke
 
 pytestmark = pytest.mark.django_db
 

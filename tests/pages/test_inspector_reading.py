@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from accounts.models import Membership
 from tests.conftest import ApiClient
 from tests.pages.conftest import make_user
-from traces.models import Membership, Review, Step, Trace
+from traces.models import Review, Step, Trace
 from traces.services import labels
 
 # ---------------------------------------------------------------------------- the trajectory

@@ -2,7 +2,8 @@
 
 import pytest
 
-from traces.models import AuditEvent, Step, Trace
+from accounts.models import AuditEvent
+from traces.models import Step, Trace
 
 
 def _relabel(client, trace, index=0, *, label="redundant", version=1, reason="", htmx=True):

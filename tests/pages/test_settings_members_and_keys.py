@@ -5,9 +5,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from traces.auth import api_key_lookup
-from traces.models import AuditEvent, Membership
-from traces.services.api_keys import api_key_create
+from accounts.auth import api_key_lookup
+from accounts.models import AuditEvent, Membership
+from accounts.services.api_keys import api_key_create
 
 from .conftest import make_user
 

@@ -11,7 +11,8 @@ from django.db import connection
 from django.db.models import Count
 from django.utils import timezone
 
-from traces.models import Project, Step, Tally, Trace
+from accounts.models import Project
+from traces.models import Step, Tally, Trace
 from traces.selectors.stats import project_stats, tallies
 from traces.services.tallies import tallies_compact
 

@@ -7,7 +7,8 @@ import pytest
 from django.template import Context, Template
 from django.utils import timezone
 
-from traces.models import AccountSettings, Trace
+from accounts.models import AccountSettings
+from traces.models import Trace
 
 pytestmark = pytest.mark.django_db
 

@@ -5,8 +5,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from accounts.services.api_keys import api_key_create
 from tests.conftest import ApiClient
-from traces.services.api_keys import api_key_create
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HX-Request": "true"}

@@ -169,7 +169,7 @@ def restarted(site: Launcher) -> Restart:
     assert status == 201, body
     # An experience embedded by another model (as after an upgrade): the restart must say so.
     stale = (
-        "from experiences.models import Experience; from traces.models import Project; "
+        "from experiences.models import Experience; from accounts.models import Project; "
         "Experience.objects.create(project=Project.objects.get(name='demo'), advice='a', "
         "polarity='success', source='heuristic', embedding=[0.1] * 384, embedding_model='old')"
     )

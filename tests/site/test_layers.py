@@ -1,5 +1,6 @@
 """The house's layers, from the bottom: `core` (errors, HTTP request types, pagination, input
-checks, task publishing, COPY writes), `traces` (projects, access, trajectories, review),
+checks, task publishing, COPY writes, page and list-filter plumbing), `accounts` (projects,
+members, API keys, access, the audit log), `traces` (trajectories, review),
 `experiences` (distillation, recall, curation), and `hindsight_site` on top (settings, the
 pipeline that wires review to distillation, URLs, the launcher). A module may import its own
 layer and the ones below it, never one above: this test reads every import (also those inside
@@ -12,7 +13,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ["core", "traces", "experiences", "hindsight_site"]
+LAYERS = ["core", "accounts", "traces", "experiences", "hindsight_site"]
+VIEW_APPS = ("accounts", "traces", "experiences")
 
 
 def imported_packages(path: Path) -> set[str]:
@@ -36,6 +38,52 @@ def test_no_module_imports_a_layer_above_its_own(layer):
     assert wrong == {}, f"{layer} imports from above it: {wrong}"
 
 
+# What experiences may use of traces: the models, the review's public reads (what a reviewed
+# run says: its scene, its step views, its calls' effects and values) and three reads. Anything
+# else of traces is its own business; widening this is a decision, not a side effect.
+TRACES_SURFACE = {
+    "traces.models",
+    "traces.review.service",
+    "traces.review.types",
+    "traces.review.scene",
+    "traces.review.tool_effects",
+    "traces.review.heuristic",
+    "traces.review.heuristic.blame",
+    "traces.review.heuristic.placeholders",
+    "traces.review.heuristic.values",
+    "traces.known_values",
+    "traces.observations",
+    "traces.services.tool_profiles",
+    "traces.templatetags.hindsight",
+}
+
+
+def imported_modules(path: Path, package: str) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == package)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.split(".")[0] == package:
+                found.add(node.module)
+    return found
+
+
+def test_experiences_uses_traces_only_through_its_surface():
+    outside = {
+        str(path.relative_to(ROOT)): sorted(imported_modules(path, "traces") - TRACES_SURFACE)
+        for path in sorted((ROOT / "experiences").rglob("*.py"))
+        if imported_modules(path, "traces") - TRACES_SURFACE
+    }
+    assert outside == {}, f"experiences imports traces outside its surface: {outside}"
+
+
+def test_the_surface_check_sees_a_violation(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from traces.services.ingest import trace_ingest\n")
+    assert imported_modules(module, "traces") - TRACES_SURFACE == {"traces.services.ingest"}
+
+
 def test_the_check_sees_a_violation(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from experiences.models import Experience\n")
@@ -46,7 +94,11 @@ def test_no_view_overwrites_the_vary_header():
     """A view's htmx answer varies on HX-Request through vary_on_htmx (patch_vary_headers):
     assigning Vary dropped the session's Cookie from it, so a cache could hand one user's page
     to another."""
-    views = [p for app in ("traces", "experiences") for p in (ROOT / app / "views").glob("*.py")]
+    views = [
+        p
+        for app in ("accounts", "traces", "experiences")
+        for p in (ROOT / app / "views").glob("*.py")
+    ]
     assert views
     assigns = re.compile(r"""headers\[["']Vary["']\]\s*=""")
     offenders = [p.name for p in views if assigns.search(p.read_text())]
@@ -71,7 +123,11 @@ def test_views_ask_wants_partial_not_request_htmx():
     """Whether htmx made a request is asked one way, `wants_partial` (and render_page_or_partial,
     navigate): a bare `request.htmx` also took boosted navigations and history restores (the
     back button) for a partial, and gave them a page without its suggestions."""
-    views = [p for app in ("traces", "experiences") for p in (ROOT / app / "views").glob("*.py")]
+    views = [
+        p
+        for app in ("accounts", "traces", "experiences")
+        for p in (ROOT / app / "views").glob("*.py")
+    ]
     assert [f for p in views for f in _views_reading_htmx(p)] == []
 
 

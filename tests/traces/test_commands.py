@@ -8,10 +8,11 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from accounts.models import ApiKey, Project
 from tests.conftest import step, trajectory
 from tests.traces.transcripts import Call, anthropic_transcript, chat_transcript, import_body
 from traces.management.commands import import_traces
-from traces.models import ApiKey, Project, Trace
+from traces.models import Trace
 
 pytestmark = pytest.mark.django_db
 

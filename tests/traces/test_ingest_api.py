@@ -5,9 +5,10 @@ import json
 import pytest
 from django.test.utils import override_settings
 
+from accounts.models import AuditEvent
 from core import inputs
 from tests.conftest import step, trajectory
-from traces.models import AuditEvent, Step, Trace
+from traces.models import Step, Trace
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,9 @@ import pytest
 from django.conf import settings as django_settings
 from django.utils import timezone
 
+from accounts.models import AuditEvent
 from tests.conftest import step, trajectory
-from traces.models import AuditEvent, Step, Trace
+from traces.models import Step, Trace
 from traces.services.retention import observations_raw_drop_old
 from traces.tasks import drop_old_raw_observations
 
@@ -107,7 +108,7 @@ def test_the_inspector_says_the_raw_text_was_dropped(api, retention):
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from traces.models import Membership
+    from accounts.models import Membership
 
     old = stored(api, "old", days_ago=40, status="reviewed")
     observations_raw_drop_old()

@@ -6,7 +6,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import F, Q
 
-from traces.models.tenancy import Project
+from accounts.models.tenancy import Project
 from traces.models.trajectories import Trace
 
 

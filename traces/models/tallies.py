@@ -9,7 +9,7 @@ backfill are in migration 0010_tallies; the names they write are built by `tally
 
 from django.db import models
 
-from traces.models.tenancy import Project
+from accounts.models.tenancy import Project
 
 
 class Tally(models.Model):

@@ -3,7 +3,7 @@ reviewed runs (traces.review.tool_effects reads both to tell a look-up from a ch
 
 from django.db import models
 
-from traces.models.tenancy import Project
+from accounts.models.tenancy import Project
 
 
 class ToolProfile(models.Model):

@@ -7,7 +7,7 @@ from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import F, Q
 
-from traces.models.tenancy import Project
+from accounts.models.tenancy import Project
 
 
 class Trace(models.Model):

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Router
 from ninja.decorators import decorate_view
 
-from traces.auth import require_scope
+from accounts.auth import require_scope
 from traces.otlp import decoding, services
 
 router = Router(tags=["otlp"])

@@ -9,7 +9,8 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 
-from traces.models import Project, Trace
+from accounts.models import Project
+from traces.models import Trace
 
 
 class OtelTrace(models.Model):

@@ -34,10 +34,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from pydantic import ValidationError
 
+from accounts.models import ApiKey, Project
 from core.copy_rows import rows_copy
 from core.errors import DomainError
 from core.publish import tasks_publish
-from traces.models import ApiKey, Project
 from traces.otlp import assembly
 from traces.otlp.conventions import (
     SpanFacts,

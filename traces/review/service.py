@@ -12,8 +12,9 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
+from accounts.models import Project
 from core.errors import Conflict, NotFound
-from traces.models import Project, Review, Step, Trace
+from traces.models import Review, Step, Trace
 from traces.review.compression import compress, estimate_tokens
 from traces.review.reviewers import get_reviewer, offline_reviewer, reviewer_name
 from traces.review.triggers import (
@@ -33,11 +34,7 @@ from traces.review.types import (
 )
 from traces.review.usage import tool_usage
 from traces.services.review_queue import review_enqueue
-from traces.services.tool_profiles import (
-    effects_of,
-    project_tool_effects,
-    tool_profiles_observe,
-)
+from traces.services.tool_profiles import effects_of, project_tool_effects, tool_profiles_observe
 
 ACTIVE = (Trace.ReviewStatus.PENDING, Trace.ReviewStatus.QUEUED, Trace.ReviewStatus.REVIEWING)
 

@@ -9,19 +9,10 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db.models import (
-    Min,
-    Prefetch,
-    Q,
-    QuerySet,
-)
+from django.db.models import Min, Prefetch, Q, QuerySet
 
-from traces.models import (
-    Project,
-    Review,
-    Step,
-    Trace,
-)
+from accounts.models import Project
+from traces.models import Review, Step, Trace
 
 STEP_COLUMNS_DEFERRED = ("observation_raw", "content_hash")
 

@@ -10,15 +10,11 @@ from django.contrib.postgres.aggregates import ArrayAgg
 from django.db.models import Count, Exists, F, Min, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from core.pagination import RankedPage, paginate_by_rank
+from accounts.models import Project
+from core.pagination import RankedPage, capped_count, paginate_by_rank
 from traces.known_values import trace_known_values
-from traces.models import (
-    Project,
-    ReviewClaim,
-    Step,
-    Trace,
-)
-from traces.selectors.trace_list import LIST_COLUMNS, capped_count
+from traces.models import ReviewClaim, Step, Trace
+from traces.selectors.trace_list import LIST_COLUMNS
 
 
 class QueueReason:

@@ -6,8 +6,9 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from traces.models import Project, Trace
-from traces.selectors.trace_list import capped_count
+from accounts.models import Project
+from core.pagination import capped_count
+from traces.models import Trace
 
 RATE_WINDOW = timedelta(minutes=10)  # the rate is the last ten minutes' reviews
 WAITING = (Trace.ReviewStatus.PENDING, Trace.ReviewStatus.QUEUED, Trace.ReviewStatus.REVIEWING)

@@ -7,7 +7,8 @@ from typing import Any
 from django.db.models import Sum
 from django.utils import timezone
 
-from traces.models import Project, Review, Step, Tally, Trace
+from accounts.models import Project
+from traces.models import Review, Step, Tally, Trace
 from traces.selectors.inspector import review_label
 
 # The latest steps people judged one by one that the agreement is computed on: a bounded read

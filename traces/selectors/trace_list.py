@@ -3,7 +3,6 @@ trace list page (keyset pages, capped counts, label sources), one trace by id.""
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.db import connection
@@ -21,15 +20,11 @@ from django.db.models import (
     Value,
 )
 
+from accounts.models import Project
 from core.errors import NotFound
 from core.inputs import QueryIn
-from core.pagination import NewerPage, Page, newer_page, paginate_by_id
-from traces.models import (
-    Project,
-    Review,
-    Step,
-    Trace,
-)
+from core.pagination import NewerPage, Page, capped_count, newer_page, paginate_by_id
+from traces.models import Review, Step, Trace
 
 
 class TraceFilters(QueryIn):
@@ -184,7 +179,6 @@ LIST_COLUMNS = (
     "duration_ms", "created_at", "completed_at",
 )  # fmt: skip
 # Counting stops here ("1,000+"): an exact count of a big filtered list costs more than the page.
-COUNT_CAP = 1_000
 
 
 def _steps_with_source(*sources: str) -> Exists:
@@ -198,12 +192,6 @@ def trace_filter_by_label_source(queryset: QuerySet[Trace], source: str | None) 
     if source == "none":
         return queryset.exclude(_steps_with_source(*Step.LabelSource.values))
     return queryset.filter(_steps_with_source(source))
-
-
-def capped_count(queryset: QuerySet[Any], cap: int = COUNT_CAP) -> tuple[int, bool]:
-    """Count up to `cap` rows: exact for normal lists, "1,000+" without scanning 100k rows."""
-    count = queryset.order_by()[: cap + 1].count()
-    return min(count, cap), count > cap
 
 
 def _mark_label_sources(traces: list[Trace]) -> None:

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from traces.models import ApiKey, Project
+from accounts.models import ApiKey, Project
 from traces.schemas import TraceImportIn, TraceIn
 from traces.services.ingest import IngestResult, trace_ingest, trace_ingest_batch
 

@@ -16,13 +16,14 @@ from psycopg import DataError as CopyDataError
 from psycopg import IntegrityError as CopyIntegrityError
 from pydantic import ValidationError
 
+from accounts.models import ApiKey, AuditEvent, Project
+from accounts.services.audit import audit_event
 from core.copy_rows import columns_of, instances_copy, rows_copy
 from core.errors import Conflict
 from core.inputs import is_storable_text
-from traces.models import ApiKey, AuditEvent, Project, Step, Trace
+from traces.models import Step, Trace
 from traces.observations import as_text, cap, summarize
 from traces.schemas import StepIn, TraceHeaderIn, TraceIn
-from traces.services.audit import audit_event
 from traces.services.digests import content_digest, digest_matches
 from traces.services.review_queue import review_enqueue
 from traces.services.tool_profiles import tool_profiles_declare

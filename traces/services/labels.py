@@ -15,10 +15,10 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from accounts.services.audit import audit_event
 from core.errors import Conflict, InvalidInput, NotFound
 from traces.models import Step, Trace
 from traces.selectors.inspector import machine_opinion_for
-from traces.services.audit import audit_event
 from traces.services.review_queue import trace_rederive_enqueue
 
 MAX_REASON_CHARS = 2000

@@ -18,8 +18,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from traces.models import Project, Step, Trace
-from traces.services.audit import audit_event
+from accounts.models import Project
+from accounts.services.audit import audit_event
+from traces.models import Step, Trace
 
 ENDED = [Trace.ReviewStatus.REVIEWED, Trace.ReviewStatus.SKIPPED]
 

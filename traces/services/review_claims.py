@@ -12,10 +12,11 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from accounts.models import Project
+from accounts.services.audit import audit_event
 from core.errors import Conflict, InvalidInput
-from traces.models import Project, ReviewClaim
+from traces.models import ReviewClaim
 from traces.selectors.queue import claim_open_for, queue_candidates
-from traces.services.audit import audit_event
 from traces.services.labels import AcceptResult, trace_accept_all, trace_accept_undo
 
 CLAIM_ATTEMPTS = 5

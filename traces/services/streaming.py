@@ -10,10 +10,11 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from accounts.models import ApiKey, Project
+from accounts.services.audit import audit_event
 from core.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
-from traces.models import ApiKey, Project, Step, Trace
+from traces.models import Step, Trace
 from traces.schemas import StepsAppendIn, TraceCompleteIn, TraceOpenIn
-from traces.services.audit import audit_event
 from traces.services.digests import content_digest, digest_matches
 from traces.services.ingest import (
     IngestResult,

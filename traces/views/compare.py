@@ -6,12 +6,12 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from accounts.dashboard import dashboard_for
 from core.http import AuthedRequest
 from traces.models import Trace
 from traces.presentation import compare_rows
 from traces.selectors.compare import steps_aligned, trace_other_runs
 from traces.selectors.inspector import trace_inspect
-from traces.views.common import dashboard_for
 
 
 def _pick(request: AuthedRequest, *, error: str = "", status: int = 200, **context) -> HttpResponse:

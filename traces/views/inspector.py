@@ -11,8 +11,11 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.dashboard import dashboard_for
+from accounts.services.audit import audit_event
 from core.errors import DomainError
 from core.http import AuthedRequest
+from core.pages import navigate, vary_on_htmx, wants_partial
 from traces.forms import RelabelForm
 from traces.models import Review, ReviewClaim, Step, Trace
 from traces.presentation import (
@@ -36,9 +39,7 @@ from traces.selectors.inspector import (
 )
 from traces.selectors.queue import claim_live_on, claim_open_for, queue_reason_of
 from traces.services import labels
-from traces.services.audit import audit_event
 from traces.services.labels import LabelConflict
-from traces.views.common import dashboard_for, navigate, vary_on_htmx, wants_partial
 
 
 def _get_trace_for_user(request: AuthedRequest, trace_id: int) -> Trace:

@@ -9,12 +9,14 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.dashboard import dashboard_for, project_page
+from accounts.selectors.access import ProjectAccess
 from core.errors import DomainError
 from core.http import AuthedRequest
+from core.list_filters import ListFilterForm
+from core.pages import navigate, query_without_cursor, render_page_or_partial, wants_partial
 from core.pagination import decode_rank_cursor
-from traces.forms import ListFilterForm
 from traces.models import ReviewClaim, Trace
-from traces.selectors.access import ProjectAccess
 from traces.selectors.inspector import parse_label_versions
 from traces.selectors.queue import (
     QueueFilters,
@@ -26,14 +28,6 @@ from traces.selectors.queue import (
 from traces.selectors.review_backlog import review_backlog
 from traces.services import review_claims
 from traces.templatetags.times import FORMATS
-from traces.views.common import (
-    dashboard_for,
-    navigate,
-    project_page,
-    query_without_cursor,
-    render_page_or_partial,
-    wants_partial,
-)
 from traces.views.inspector import _say_accepted, accept_asked_first
 
 PAGE_SIZE = 20

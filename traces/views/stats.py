@@ -2,10 +2,10 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from accounts.dashboard import project_page
+from accounts.selectors.access import ProjectAccess
 from core.http import AuthedRequest
-from traces.selectors.access import ProjectAccess
 from traces.selectors.stats import project_stats
-from traces.views.common import project_page
 
 
 @require_GET

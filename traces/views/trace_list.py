@@ -1,20 +1,13 @@
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
+from accounts.dashboard import project_page
+from accounts.selectors.access import ProjectAccess
 from core.http import AuthedRequest
+from core.pages import page_cursor, query_without_cursor, render_page_or_partial, wants_partial
 from traces.forms import TraceFilterForm
 from traces.known_values import trace_known_values
-from traces.selectors.access import ProjectAccess
-from traces.selectors.trace_list import (
-    trace_list_page,
-)
-from traces.views.common import (
-    page_cursor,
-    project_page,
-    query_without_cursor,
-    render_page_or_partial,
-    wants_partial,
-)
+from traces.selectors.trace_list import trace_list_page
 
 PAGE_SIZE = 50
 

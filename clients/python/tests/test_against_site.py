@@ -26,12 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import hindsight_client
-from hindsight_client import (
-    HindsightClient,
-    InvalidRequest,
-    Limits,
-    RequestTooLarge,
-)
+from hindsight_client import HindsightClient, InvalidRequest, Limits, RequestTooLarge
 
 HERE = Path(__file__).resolve().parent
 URL = os.environ.get("HINDSIGHT_URL", "http://127.0.0.1:8000")

@@ -5,8 +5,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from traces.management.commands.create_api_key import checked_project_name
-from traces.services.api_keys import project_get_or_create
+from accounts.management.commands.create_api_key import checked_project_name
+from accounts.services.api_keys import project_get_or_create
 from traces.services.imports import trace_import_batch
 from traces.services.ingest import trace_ingest_batch
 from traces.transcripts import CONVERTERS

@@ -46,13 +46,7 @@ from traces.review.heuristic.signals import (
 from traces.review.heuristic.values import argument_values, key_values, names
 from traces.review.scene import cut_at_word
 from traces.review.triggers import call_key, is_dissatisfied
-from traces.review.types import (
-    Label,
-    ReviewRequest,
-    StepJudgement,
-    StepView,
-    counts_as_success,
-)
+from traces.review.types import Label, ReviewRequest, StepJudgement, StepView, counts_as_success
 
 
 def label_steps(request: ReviewRequest) -> dict[int, StepJudgement]:
