@@ -93,7 +93,7 @@ def experience_rows(
     from django.utils import timezone
 
     from experiences.models import Experience
-    from experiences.scene import keywords_of
+    from traces.review.scene import keywords_of
 
     rng = random.Random(seed)
     now = timezone.now()

@@ -8,7 +8,7 @@ from django.db import migrations, models
 def backfill_scenes(apps, schema_editor):
     """Existing experiences get their scene summary and task key; their vectors were made of
     task + advice, so they are marked for `manage.py reembed` (which embeds the scene)."""
-    from experiences.scene import task_key
+    from traces.review.scene import task_key
     from traces.review.scene import scene_summary
 
     Experience = apps.get_model("experiences", "Experience")

@@ -16,7 +16,6 @@ from experiences.models.experience import (
     ExperienceSource,
     ExperienceVersion,
     KeywordFrequency,
-    scene_text,
 )
 from experiences.models.families import TaskFamily
 from experiences.models.patterns import FailurePattern
@@ -37,5 +36,4 @@ __all__ = [
     "KeywordFrequency",
     "MergeProposal",
     "RecallLog",
-    "scene_text",
 ]

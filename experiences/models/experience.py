@@ -15,16 +15,9 @@ from pgvector.django import HalfVectorField, HnswIndex
 
 from accounts.models import Project
 from traces.models import Review, Trace
+from traces.review.scene import scene_text
 
 EMBEDDING_DIM = settings.HINDSIGHT_EMBEDDING_DIM
-
-
-def scene_text(*, summary: str, intent: str = "", request: str = "") -> str:
-    """What an experience's vector is made of, and what a recall query is compared with: the
-    informative request whole (its summary for experiences stored before it was kept), and
-    the intent."""
-    text = request or summary
-    return f"{text}\n{intent}" if intent else text
 
 
 class Experience(models.Model):

@@ -15,10 +15,11 @@ from django.utils import timezone
 from accounts.services.audit import audit_event
 from core.errors import Conflict, InvalidInput
 from core.publish import tasks_publish_on_commit
-from experiences.models import Experience, ExperienceVote, MergeProposal, scene_text
+from experiences.models import Experience, ExperienceVote, MergeProposal
 from experiences.services.dedup import DEDUP_TASK
 from experiences.services.merging import experience_merge
 from experiences.services.versions import version_record
+from traces.review.scene import scene_text
 
 S = Experience.Status
 TRANSITIONS: dict[str, set[str]] = {

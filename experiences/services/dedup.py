@@ -14,6 +14,7 @@ pair is only ever proposed again, never merged automatically.
 """
 
 import logging
+import re
 from collections.abc import Iterable
 from datetime import timedelta
 from functools import partial
@@ -26,7 +27,6 @@ from pgvector.django import CosineDistance
 
 from core.errors import Conflict
 from experiences.models import Experience, ExperienceDedupDue, ExperienceMerge, MergeProposal
-from experiences.scene import substance_overlap
 from experiences.services.merging import experience_merge
 
 logger = logging.getLogger(__name__)
@@ -41,6 +41,32 @@ DEDUP_BATCH_TASK = "experiences.dedup_experiences"
 # read them for the experience and its five neighbours (and the neighbours' vectors, parsed
 # from text), a fifth of the check's time.
 _UNREAD = ("search", "calls", "path", "replay", "blame", "request", "task", "keywords")
+
+# Words that the strategy and pitfall templates (and plain English) put in any experience:
+# "get_user_details "x", then cancel_reservation "y": it led to …" shares "then", "it", "led",
+# "to" with every other lesson, which made two lessons about different calls look alike; the
+# placeholders' own words ("<user_id from the request>", "<… of the case>") too.
+_FILLER = frozenset(
+    "a an and are as at be by did do does for from if in into is it its led more no not of on "
+    "or s step steps than that the then this to was were when with you your items fields "
+    "instead first request case written words returned use said user then".split()
+)
+
+
+def substance_words(text: str) -> set[str]:
+    """The words that carry an experience's substance: calls, arguments, values, not filler."""
+    return {w for w in re.findall(r"\w+", text.lower()) if w not in _FILLER}
+
+
+def substance_overlap(first: str, second: str) -> float:
+    """How much two experiences say the same: the share of the shorter one's substance words
+    (of their strategy and pitfall, filler left out) that the other also says, so a more
+    specific wording still covers a general one, while two runs of one scene that took
+    different paths (other calls, other values) are not duplicates."""
+    a, b = substance_words(first), substance_words(second)
+    if not a or not b:
+        return 1.0  # one says nothing structured (written by hand): the scene decides
+    return len(a & b) / min(len(a), len(b))
 
 
 def _scene_peers(experience: Experience):

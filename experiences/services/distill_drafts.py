@@ -10,8 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from experiences.embeddings import embed_in_batches
-from experiences.models import scene_text
-from experiences.scene import keywords_of
 from experiences.services.family_induction import HAND_OFF
 from experiences.services.patterns import argument_shape, error_signature
 from traces.review.heuristic.blame import (
@@ -22,7 +20,7 @@ from traces.review.heuristic.blame import (
     errored,
 )
 from traces.review.heuristic.placeholders import Sources, call_pattern, is_aside, literal_call
-from traces.review.scene import action_phrase, scene_request, scene_summary
+from traces.review.scene import action_phrase, keywords_of, scene_request, scene_summary, scene_text
 from traces.review.types import (
     ReviewOutcome,
     ReviewRequest,

@@ -10,12 +10,12 @@ from psycopg.types.json import Jsonb
 
 from experiences.embeddings import get_embedder
 from experiences.models import Experience, ExperienceSource, FailurePattern
-from experiences.scene import task_key
 from experiences.services.distill_contrast import experiences_contrast
 from experiences.services.distill_drafts import ExperienceDraft, PatternDraft
 from experiences.services.families import family_join
 from experiences.services.versions import version_record
 from traces.models import Review, Trace
+from traces.review.scene import task_key
 from traces.review.types import counts_as_success
 
 MAX_PATTERN_SOURCES = 20

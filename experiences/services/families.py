@@ -27,8 +27,8 @@ from experiences.embeddings import get_embedder
 from experiences.models import Experience, ExperienceDedupDue, ExperienceSource, TaskFamily
 from experiences.services.family_induction import Induced, Member, insights, workflow
 from experiences.services.versions import version_record
-from traces.review.heuristic.values import case_identifiers, content_words
 from traces.review.scene import cut_at_word
+from traces.review.values import case_identifiers, content_words
 
 INDUCE_TASK = "experiences.induce_family"
 # An induced item's keywords: the words at least this share of the family's requests hold.

@@ -36,8 +36,7 @@ from django.utils import timezone
 
 from accounts.models import ApiKey, Project
 from experiences.embeddings import get_embedder
-from experiences.models import Experience, scene_text
-from experiences.scene import keywords_of
+from experiences.models import Experience
 from experiences.services.recall_block import (
     Case,
     FamilyVote,
@@ -52,7 +51,7 @@ from experiences.services.recall_block import (
 )
 from experiences.services.recall_log import recall_log_write
 from experiences.services.warnings import WarningItem, warnings_for_tools
-from traces.review.scene import query_request
+from traces.review.scene import keywords_of, query_request, scene_text
 
 logger = logging.getLogger(__name__)
 

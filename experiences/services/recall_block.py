@@ -59,8 +59,8 @@ from django.db import connections, router
 from django.db.models import Sum
 
 from experiences.models import Experience
-from traces.review.heuristic.values import case_identifiers
 from traces.review.scene import cut_at_word
+from traces.review.values import case_identifiers
 
 BLOCK_CHARS = 1000  # the whole block, header included
 LINE_CHARS = 420  # one item at most: a same case's replay, whole or nearly

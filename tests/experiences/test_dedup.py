@@ -9,8 +9,7 @@ from django.db import connection
 from accounts.models import AuditEvent
 from core.errors import Conflict
 from experiences.models import Experience, ExperienceMerge, ExperienceSource, MergeProposal
-from experiences.scene import substance_overlap
-from experiences.services.dedup import experience_dedup
+from experiences.services.dedup import experience_dedup, substance_overlap
 from experiences.services.llm_merge import merge_advice_with_llm
 from experiences.services.merging import experience_merge_undo
 from traces.models import Trace

@@ -17,7 +17,7 @@ from experiences.services.recall_block import (
     prompt_block,
     served_items,
 )
-from traces.review.heuristic.values import case_identifiers
+from traces.review.values import case_identifiers
 
 CHANGE, TRANSFER = 1, 2  # two task families
 

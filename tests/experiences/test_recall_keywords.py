@@ -6,7 +6,6 @@ from django.db import connection
 
 from experiences.embeddings import get_embedder
 from experiences.models import Experience
-from experiences.scene import keywords_of
 from experiences.services.keyword_stats import keyword_stats_refresh
 from experiences.services.recall import (
     RecallQuery,
@@ -16,6 +15,7 @@ from experiences.services.recall import (
     query_keywords,
 )
 from tests.experiences.test_recall import make_experience
+from traces.review.scene import keywords_of
 
 pytestmark = pytest.mark.django_db
 

@@ -50,7 +50,7 @@ TRACES_SURFACE = {
     "traces.review.heuristic",
     "traces.review.heuristic.blame",
     "traces.review.heuristic.placeholders",
-    "traces.review.heuristic.values",
+    "traces.review.values",
     "traces.known_values",
     "traces.observations",
     "traces.services.tool_profiles",

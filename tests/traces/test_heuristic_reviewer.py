@@ -8,10 +8,11 @@ import re
 import pytest
 
 from tests.traces.review_builders import request_for, sv, tv
-from traces.review.heuristic import HeuristicReviewer, key_values, label_steps
+from traces.review.heuristic import HeuristicReviewer, label_steps
 from traces.review.heuristic.template import build_template
 from traces.review.scene import SUMMARY_CHARS, SUMMARY_MIN_CHARS, action_phrase, scene_summary
 from traces.review.types import StepJudgement
+from traces.review.values import key_values
 
 
 def judgements(trace, steps):

@@ -1,17 +1,22 @@
-"""The scene of a trajectory in words: what was asked, without the pleasantries, and short.
+"""What a task is matched on, in one place: the scene of a trajectory in words.
 
-An experience is matched on its scene, so the scene must be the informative request: all user
-turns before the first action (the task text, then any `user_input` steps that came before the
-first tool call), with greetings, thanks and small talk dropped, identifiers and entities kept,
-cut to a 100-150 character summary (the length the design notes found best for retrieval) at a
-word boundary. Arguments are summarised by what matters: scalar values, never cut JSON.
+The scene is the informative request: all user turns before the first action (the task text,
+then any `user_input` steps that came before the first tool call), with greetings, thanks and
+small talk dropped, identifiers and entities kept, whole up to REQUEST_CHARS (`scene_request`).
+An experience's vector is made of it and its intent (`scene_text`), and so is a recall query's;
+its identifiers and names are its keywords (`keywords_of`, for the keyword search a sentence
+embedding blurs); runs of the same task share a key (`task_key`). The summary
+(`scene_summary`, 100-150 characters at a word boundary) is what lists and advice show, not
+what is matched. Arguments are summarised by what matters: scalar values, never cut JSON.
 """
 
+import hashlib
 import re
 from collections.abc import Iterable
 from typing import Any
 
 from traces.review.types import StepView
+from traces.review.values import key_values, names
 
 SUMMARY_CHARS = 150
 SUMMARY_MIN_CHARS = 100
@@ -122,6 +127,35 @@ def scene_request(task: str, steps: Iterable[StepView] = ()) -> str:
 def query_request(text: str) -> str:
     """The same treatment for a recall query, so a query and a scene are written alike."""
     return cut_at_word(informative_text([text]) or text, REQUEST_CHARS)
+
+
+def scene_text(*, summary: str, intent: str = "", request: str = "") -> str:
+    """What an experience's vector is made of, and what a recall query is compared with: the
+    informative request whole (its summary for experiences stored before it was kept), and
+    the intent."""
+    text = request or summary
+    return f"{text}\n{intent}" if intent else text
+
+
+MAX_KEYWORDS = 40
+
+
+def task_key(task: str) -> str:
+    """Runs of the same task share a key: the task text, case and spacing aside."""
+    return hashlib.sha1(" ".join(task.lower().split()).encode()).hexdigest()
+
+
+def keywords_of(texts: Iterable[str]) -> str:
+    """Identifiers (ids, numbers, paths, error codes) and names, whole, for keyword search:
+    exactly what a sentence embedding blurs."""
+    found: list[str] = []
+    for text in texts:
+        for value in sorted(key_values(text) | names(text)):
+            # PostgreSQL's parser splits "mia_li_3668" but keeps "mia-li-3668" whole too.
+            value = value.replace("_", "-")
+            if value not in found:
+                found.append(value)
+    return " ".join(found[:MAX_KEYWORDS])
 
 
 def _scalar(value: Any) -> str | None:

@@ -2,9 +2,9 @@
 reads them as behaviour): calls, calls whose result fed a later step, whether it ended the run."""
 
 from traces.review.heuristic.flow import Facts
-from traces.review.heuristic.values import consumed_text
 from traces.review.scene import argument_summary
 from traces.review.types import ReviewRequest
+from traces.review.values import consumed_text
 from traces.services.tool_profiles import ToolUsage
 
 _MAX_VALUES = 20  # of one result, looked for in what came after

@@ -11,7 +11,8 @@ that relayed it.
 import re
 from dataclasses import dataclass
 
-from traces.review.heuristic.values import (
+from traces.review.types import ReviewRequest, StepView
+from traces.review.values import (
     argument_values,
     consumed_text,
     content_words,
@@ -19,7 +20,6 @@ from traces.review.heuristic.values import (
     names,
     step_output,
 )
-from traces.review.types import ReviewRequest, StepView
 
 
 @dataclass

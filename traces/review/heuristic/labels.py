@@ -43,10 +43,10 @@ from traces.review.heuristic.signals import (
     next_call,
     next_thought,
 )
-from traces.review.heuristic.values import argument_values, key_values, names
 from traces.review.scene import cut_at_word
 from traces.review.triggers import call_key, is_dissatisfied
 from traces.review.types import Label, ReviewRequest, StepJudgement, StepView, counts_as_success
+from traces.review.values import argument_values, key_values, names
 
 
 def label_steps(request: ReviewRequest) -> dict[int, StepJudgement]:

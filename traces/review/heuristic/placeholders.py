@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from traces.review.heuristic.values import content_words
 from traces.review.scene import argument_summary
 from traces.review.types import StepView, TraceView
+from traces.review.values import content_words
 
 PATTERN_CHARS = 90  # one call
 LITERAL_CHARS = 40  # longer text the agent wrote itself is a placeholder too

@@ -7,9 +7,9 @@ result offered. Each is a small predicate over a step and, where it needs them, 
 import re
 
 from traces.review.heuristic.flow import Facts
-from traces.review.heuristic.values import argument_values
 from traces.review.scene import first_sentence
 from traces.review.types import StepView
+from traces.review.values import argument_values
 
 # A result that opens like an error, a refusal or an empty answer.
 _ERROR_OPENING = re.compile(

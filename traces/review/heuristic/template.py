@@ -35,7 +35,6 @@ from traces.review.heuristic.placeholders import (
     when_you_use,
 )
 from traces.review.heuristic.signals import error_text
-from traces.review.heuristic.values import argument_values
 from traces.review.scene import action_phrase, cut_at_word, first_sentence, scene_summary
 from traces.review.types import (
     ReviewRequest,
@@ -44,6 +43,7 @@ from traces.review.types import (
     StepView,
     counts_as_success,
 )
+from traces.review.values import argument_values
 
 
 def _first_reply(steps: list[StepView]) -> str:
