@@ -114,7 +114,7 @@ def worker_throughput(base: str, key: str, rng: random.Random, count: int) -> fl
 def throughput(data_dir: Path, rng: random.Random, count: int) -> float:
     in_process(data_dir)
     from accounts.models import Project
-    from hindsight_site.pipeline import review_trace
+    from hindsight_site.review_tasks import review_trace
     from traces.schemas import TraceIn
     from traces.services.ingest import trace_ingest
 

@@ -6,8 +6,8 @@ from celery.signals import task_postrun, task_prerun, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hindsight_site.settings")
 
-# The pipeline is not an app's tasks module, so it is listed explicitly.
-app = Celery("hindsight", include=["hindsight_site.pipeline"])
+# The review tasks are not an app's tasks module, so they are listed explicitly.
+app = Celery("hindsight", include=["hindsight_site.review_tasks"])
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 

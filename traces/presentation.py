@@ -10,8 +10,8 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
+from traces.display.text import reveal
 from traces.models import Review, Step, Trace
-from traces.templatetags.hindsight import reveal
 
 
 def _pretty_json(value: Any) -> str:

@@ -9,7 +9,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
 from experiences.services.curation import TRANSITIONS
-from traces.templatetags.hindsight import reveal
+from traces.display.text import reveal
 
 register = template.Library()
 

@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from experiences.models import Experience
-from hindsight_site.pipeline import rederive_trace, review_trace
+from hindsight_site.review_tasks import rederive_trace, review_trace
 from tests.experiences.trajectories import seed_000_body
 from tests.pages.conftest import reviewer  # noqa: F401 - fixture
 from traces.models import Step

@@ -3,7 +3,7 @@ an experience, and the next recall through the same client returns it."""
 
 from __future__ import annotations
 
-from hindsight_site.pipeline import review_trace
+from hindsight_site.review_tasks import review_trace
 from traces.models import Trace
 
 

@@ -14,7 +14,7 @@ from experiences.services import curation, dedup
 from experiences.services.dedup import experience_dedup, experiences_due_for_dedup
 from experiences.services.merging import experience_merge_undo
 from experiences.tasks import dedup_due_experiences
-from hindsight_site.pipeline import dedup_on_commit
+from hindsight_site.review_tasks import dedup_on_commit
 from tests.conftest import WorkerProcess, wait_until
 from tests.experiences.test_dedup import make, vector
 

@@ -85,7 +85,7 @@ def test_a_text_gets_the_same_vector_alone_and_inside_any_batch():
 def test_a_distilled_scene_matches_the_recall_that_repeats_it(project, make_key, api_for):
     """Distillation embeds scenes in batches, recall embeds the query alone: asked the same
     scene, recall sees similarity 1."""
-    from hindsight_site.pipeline import review_trace
+    from hindsight_site.review_tasks import review_trace
     from tests.experiences.trajectories import seed_000_body
     from traces.schemas import TraceIn
     from traces.services.ingest import trace_ingest
@@ -172,7 +172,7 @@ def test_a_dimension_change_resizes_the_column_and_drops_the_old_vectors(project
 def test_the_whole_request_is_embedded_not_its_150_character_summary(project, make_key, api_for):
     """Two requests that read alike for 150 characters and differ after: each finds its own
     experience first, with similarity 1 (their summaries alone would have one vector)."""
-    from hindsight_site.pipeline import review_trace
+    from hindsight_site.review_tasks import review_trace
     from tests.experiences.trajectories import seed_000_body
     from traces.schemas import TraceIn
     from traces.services.ingest import trace_ingest

@@ -4,7 +4,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from hindsight_site.pipeline import review_trace
+from hindsight_site.review_tasks import review_trace
 from tests.experiences.trajectories import chat_only_body, seed_000_body
 from traces.models import Trace
 

@@ -7,7 +7,7 @@ from django.test.utils import CaptureQueriesContext
 
 from experiences.models import Experience, TaskFamily
 from experiences.services.families import family_induce
-from hindsight_site.pipeline import review_trace
+from hindsight_site.review_tasks import review_trace
 from traces.models import ToolProfile, Trace
 
 pytestmark = pytest.mark.django_db

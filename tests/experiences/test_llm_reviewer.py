@@ -3,7 +3,7 @@
 import openai
 import pytest
 
-from hindsight_site.pipeline import review_trace
+from hindsight_site.review_tasks import review_trace
 from tests.experiences.trajectories import seed_000_body
 from tests.traces.review_builders import request_for, sv, tv
 from traces.models import Review

@@ -5,7 +5,7 @@ from django.db import IntegrityError, connection
 
 from experiences.embeddings import LocalMiniLM
 from experiences.models import Experience, ExperienceVersion, FailurePattern
-from hindsight_site.pipeline import rederive_trace, review_trace
+from hindsight_site.review_tasks import rederive_trace, review_trace
 from tests.experiences.trajectories import chat_only_body, seed_000_body, short_body
 from traces.models import Review, Step, Trace
 from traces.review import service as review

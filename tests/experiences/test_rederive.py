@@ -6,7 +6,7 @@ wording, said so in the version."""
 import pytest
 
 from experiences.models import Experience, ExperienceVersion
-from hindsight_site.pipeline import rederive_trace, review_trace
+from hindsight_site.review_tasks import rederive_trace, review_trace
 from tests.experiences.trajectories import seed_000_body
 from traces.models import Step, Trace
 from traces.schemas import TraceIn

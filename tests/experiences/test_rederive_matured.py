@@ -7,7 +7,7 @@ import pytest
 from core.publish import tasks_waiting
 from experiences.models import Experience
 from experiences.services.rederive_matured import tools_matured, traces_to_rederive
-from hindsight_site.pipeline import rederive_trace, review_trace
+from hindsight_site.review_tasks import rederive_trace, review_trace
 from traces.models import Trace
 from traces.review.tool_effects import Behaviour, tool_effect
 from traces.schemas import TraceIn

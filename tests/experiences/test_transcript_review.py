@@ -3,7 +3,7 @@
 import pytest
 
 from experiences.models import Experience
-from hindsight_site.pipeline import review_trace
+from hindsight_site.review_tasks import review_trace
 from tests.traces.transcripts import BUILDERS, Call, import_body
 from traces.models import Trace
 

@@ -4,7 +4,7 @@ leaves an experience (or, for its failed calls, failure patterns) in the library
 from __future__ import annotations
 
 from experiences.models import Experience, FailurePattern
-from hindsight_site.pipeline import review_trace
+from hindsight_site.review_tasks import review_trace
 from tests.mcp.conftest import proxy_command, session
 from tests.mcp.test_proxy import completed_trace, three_calls
 

@@ -5,7 +5,7 @@ import json
 from opentelemetry.trace import Status, StatusCode
 
 from experiences.models import Experience
-from hindsight_site.pipeline import review_trace
+from hindsight_site.review_tasks import review_trace
 from traces.models import Trace
 from traces.otlp.models import OtelSpan, OtelTrace
 

@@ -2,7 +2,7 @@
 checks, task publishing, COPY writes, page and list-filter plumbing), `accounts` (projects,
 members, API keys, access, the audit log), `traces` (trajectories, review),
 `experiences` (distillation, recall, curation), and `hindsight_site` on top (settings, the
-pipeline that wires review to distillation, URLs, the launcher). A module may import its own
+review tasks that wire review to distillation, URLs, the launcher). A module may import its own
 layer and the ones below it, never one above: this test reads every import (also those inside
 functions)."""
 
@@ -54,7 +54,7 @@ TRACES_SURFACE = {
     "traces.known_values",
     "traces.observations",
     "traces.services.tool_profiles",
-    "traces.templatetags.hindsight",
+    "traces.display.text",
 }
 
 

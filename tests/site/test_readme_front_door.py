@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hindsight_site.pipeline import review_trace
+from hindsight_site.review_tasks import review_trace
 from traces.models import Trace
 
 pytestmark = pytest.mark.django_db

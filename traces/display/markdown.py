@@ -12,7 +12,7 @@ from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
-from traces.templatetags._text import reveal
+from traces.display.text import reveal
 
 
 # Markdown in LLM messages: no raw HTML (any tag shows as text), links only to http(s), no

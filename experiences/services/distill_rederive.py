@@ -1,11 +1,11 @@
-"""Distillation: reviews -> experiences (scene features -> advice) and failure patterns.
+"""An experience derived again from its trace's current labels: when people correct them, or
+when the project came to know its tools better (rederive_matured).
 
-Drafts are built without touching the database and embedded before the transaction opens, so
-the transaction that stores labels, reviews and experiences stays short. The steps live in
-`distill_drafts` (drafts), `distill_store` (storing, inside the review's transaction) and
-`distill_contrast` (what runs of the same task that ended the other way add); they are
-importable from here, as the pipeline does. This module re-derives an experience when people
-correct a trace's labels.
+Distillation (reviews -> experiences and failure patterns) is in three steps: `distill_drafts`
+builds drafts without touching the database (embedded before the transaction opens, so the
+transaction that stores labels, reviews and experiences stays short), `distill_store` stores
+them inside the review's transaction, and `distill_contrast` adds what runs of the same task
+that ended the other way say. hindsight_site/review_tasks.py runs them after a review.
 """
 
 from typing import cast
@@ -14,42 +14,20 @@ from django.db import transaction
 from django.utils import timezone
 
 from experiences.models import Experience, ExperienceSource
-from experiences.services.distill_contrast import CONTRAST_CLAUSES, experiences_contrast
+from experiences.services.distill_contrast import CONTRAST_CLAUSES
 from experiences.services.distill_drafts import (
     ExperienceDraft,
-    PatternDraft,
     drafts_embed,
-    drafts_from_outcomes,
     experience_draft,
     pattern_drafts,
 )
-from experiences.services.distill_store import (
-    MAX_PATTERN_SOURCES,
-    distillation_store,
-    experiences_store,
-    patterns_store,
-)
+from experiences.services.distill_store import experiences_store, patterns_store
 from experiences.services.llm_revise import revise_advice_with_llm
 from experiences.services.versions import version_record
 from traces.models import Review, Step, Trace
 from traces.review.heuristic import build_template
 from traces.review.service import review_request, step_view, trace_view
 from traces.review.types import Label, StepJudgement, Window
-
-__all__ = [
-    "MAX_PATTERN_SOURCES",
-    "ExperienceDraft",
-    "PatternDraft",
-    "distillation_store",
-    "drafts_embed",
-    "drafts_from_outcomes",
-    "experience_draft",
-    "experience_rederive",
-    "experiences_contrast",
-    "experiences_store",
-    "pattern_drafts",
-    "patterns_store",
-]
 
 
 def experience_rederive(*, trace_id: int, because: str = "") -> list[Experience]:

@@ -1,6 +1,6 @@
-"""Pure text helpers behind the `hindsight` template library: invisible characters made
+"""Pure text helpers behind the trace pages: invisible characters made
 visible, one-line previews and sizes of long parts, JSON indented for reading. Plain functions
-on strings (no Django, no markup): the tags and filters in `hindsight` build the HTML.
+on strings (no Django, no markup): `step_item` and the templates build the HTML.
 """
 
 import json

@@ -11,8 +11,10 @@ from django.conf import settings
 from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 
 from core.publish import tasks_publish, tasks_publish_on_commit
-from experiences.services import distill
 from experiences.services.dedup import DEDUP_BATCH_TASK
+from experiences.services.distill_drafts import drafts_embed, drafts_from_outcomes
+from experiences.services.distill_rederive import experience_rederive
+from experiences.services.distill_store import distillation_store
 from experiences.services.keyword_stats import keyword_stats_refresh
 from experiences.services.rederive_matured import traces_to_rederive
 from traces.review import service as review
@@ -58,15 +60,13 @@ def review_trace(self, trace_id: int) -> str:
     if plan is None:
         return "nothing to do"
     outcomes = review.review_run(plan)  # the reviewer (maybe an LLM): no transaction open
-    drafts, patterns = distill.drafts_from_outcomes(outcomes)
-    distill.drafts_embed(drafts)
+    drafts, patterns = drafts_from_outcomes(outcomes)
+    drafts_embed(drafts)
     try:
         with transaction.atomic():
             reviews = review.review_apply(plan=plan, outcomes=outcomes)
             if reviews:
-                experiences = distill.distillation_store(
-                    reviews=reviews, drafts=drafts, patterns=patterns
-                )
+                experiences = distillation_store(reviews=reviews, drafts=drafts, patterns=patterns)
                 dedup_on_commit([e.pk for e in experiences])
                 if experiences:
                     transaction.on_commit(partial(keyword_stats_refresh, follow=False), robust=True)
@@ -90,7 +90,7 @@ def review_trace(self, trace_id: int) -> str:
 def rederive_trace(trace_id: int, because: str = "") -> int:
     """After a human relabel: re-derive the trace's experience from the corrected labels; or,
     with `because`, from the same labels once the project knows its tools better."""
-    experiences = distill.experience_rederive(trace_id=trace_id, because=because)
+    experiences = experience_rederive(trace_id=trace_id, because=because)
     dedup_on_commit([e.pk for e in experiences])
     return len(experiences)
 
