@@ -5,14 +5,10 @@ from typing import Any, cast
 
 from django import forms
 
-from core.list_filters import ListFilterForm, suggested_text
+from core.list_filters import ListFilterForm, blank_choices, suggested_text
 from experiences.models import Experience
 from experiences.selectors import LibraryFilters
 from traces.models import Trace
-
-
-def _blank(choices: list[tuple[str, str]], label: str = "any") -> list[tuple[str, str]]:
-    return [("", label), *choices]
 
 
 class ListField(forms.CharField):
@@ -44,10 +40,10 @@ SCOPE_CHOICES = [
 
 class ExperienceFilterForm(ListFilterForm):
     q = forms.CharField(required=False, max_length=200, label="Search the advice")
-    status = forms.ChoiceField(required=False, choices=_blank(Experience.Status.choices))
-    scope = forms.ChoiceField(required=False, choices=_blank(SCOPE_CHOICES))
-    polarity = forms.ChoiceField(required=False, choices=_blank(Experience.Polarity.choices))
-    source = forms.ChoiceField(required=False, choices=_blank(Experience.Source.choices))
+    status = forms.ChoiceField(required=False, choices=blank_choices(Experience.Status.choices))
+    scope = forms.ChoiceField(required=False, choices=blank_choices(SCOPE_CHOICES))
+    polarity = forms.ChoiceField(required=False, choices=blank_choices(Experience.Polarity.choices))
+    source = forms.ChoiceField(required=False, choices=blank_choices(Experience.Source.choices))
     tool = suggested_text("known-tools", max_length=200)
     environment = suggested_text("known-environments", max_length=100)
     agent = suggested_text("known-agents", max_length=200)

@@ -1,9 +1,10 @@
-"""The trajectory pages' forms: the trace list's filters and a step's relabel."""
+"""The trajectory pages' forms: the trace list's and the queue's filters, a step's relabel."""
 
 from django import forms
 
 from core.list_filters import ListFilterForm, blank_choices, day_start, suggested_text
 from traces.models import Step, Trace
+from traces.selectors.queue import QueueFilters, QueueReason
 from traces.selectors.trace_list import TraceFilters
 
 
@@ -61,6 +62,25 @@ class TraceFilterForm(ListFilterForm):
     def selected_run_id(self) -> str | None:
         self.is_valid()
         return (self.cleaned_data.get("run") or "").strip() or None
+
+
+class QueueFilterForm(ListFilterForm):
+    agent = forms.CharField(required=False, max_length=200)
+    outcome = forms.ChoiceField(required=False, choices=blank_choices(Trace.Outcome.choices))
+    why = forms.ChoiceField(
+        required=False,
+        choices=blank_choices([(s, QueueReason.TITLES[v]) for v, s in QueueReason.SLUGS.items()]),
+    )
+
+    def filters(self) -> QueueFilters:
+        """The valid filters; an invalid field is left out (see ListFilterForm)."""
+        self.is_valid()
+        data = self.cleaned_data
+        return QueueFilters(
+            agent=data.get("agent") or None,
+            outcome=data.get("outcome") or None,
+            why=QueueReason.from_slug(data.get("why") or ""),
+        )
 
 
 class RelabelForm(forms.Form):

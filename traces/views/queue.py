@@ -1,6 +1,5 @@
 """The review queue: its overview, claiming the next trace, finishing or releasing a claim."""
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
@@ -13,14 +12,12 @@ from accounts.dashboard import dashboard_for, project_page
 from accounts.selectors.access import ProjectAccess
 from core.errors import DomainError
 from core.http import AuthedRequest
-from core.list_filters import ListFilterForm
 from core.pages import navigate, query_without_cursor, render_page_or_partial, wants_partial
 from core.pagination import decode_rank_cursor
-from traces.models import ReviewClaim, Trace
+from traces.forms import QueueFilterForm
+from traces.models import ReviewClaim
 from traces.selectors.inspector import parse_label_versions
 from traces.selectors.queue import (
-    QueueFilters,
-    QueueReason,
     claim_open_for,
     queue_page,
     queue_reason_of,
@@ -31,25 +28,6 @@ from traces.templatetags.times import FORMATS
 from traces.views.inspector import _say_accepted, accept_asked_first
 
 PAGE_SIZE = 20
-
-
-class QueueFilterForm(ListFilterForm):
-    agent = forms.CharField(required=False, max_length=200)
-    outcome = forms.ChoiceField(required=False, choices=[("", "any"), *Trace.Outcome.choices])
-    why = forms.ChoiceField(
-        required=False,
-        choices=[("", "any"), *((s, QueueReason.TITLES[v]) for v, s in QueueReason.SLUGS.items())],
-    )
-
-    def filters(self) -> QueueFilters:
-        """The valid filters; an invalid field is left out (see ListFilterForm)."""
-        self.is_valid()
-        data = self.cleaned_data
-        return QueueFilters(
-            agent=data.get("agent") or None,
-            outcome=data.get("outcome") or None,
-            why=QueueReason.from_slug(data.get("why") or ""),
-        )
 
 
 def _rank_cursor(request: AuthedRequest) -> str | None:
