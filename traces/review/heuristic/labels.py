@@ -31,6 +31,9 @@
    (it kept to a failing path, 0.55); in a failed run, deciding a repeat is misleading. A
 """
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
 from traces.review.heuristic.flow import Facts
 from traces.review.heuristic.signals import (
     REJECTION,
@@ -49,158 +52,218 @@ from traces.review.types import Label, ReviewRequest, StepJudgement, StepView, c
 from traces.review.values import argument_values, key_values, names
 
 
-def label_steps(request: ReviewRequest) -> dict[int, StepJudgement]:
-    """Every step's label, reason and confidence, by the rules of the module docstring."""
-    steps, trace = request.steps, request.trace
-    facts = Facts.of(request)
-    judged: dict[int, StepJudgement] = {}
-    outcome = trace.outcome
-    failed_run = outcome == "failure"
-    partial_run = outcome == "partial"
-    calls = [s for s in steps if s.kind == "tool_call"]
-    last_call = calls[-1] if calls else None
+@dataclass
+class _Labelling:
+    """What the rules read and write while one trajectory is labelled."""
 
-    def judge(step: StepView, label: Label, reason: str, confidence: float) -> None:
-        if step.index not in judged:
-            judged[step.index] = StepJudgement(
+    request: ReviewRequest
+    facts: Facts
+    steps: list[StepView]
+    calls: list[StepView]
+    last_call: StepView | None
+    failed_run: bool
+    partial_run: bool
+    succeeded: bool  # success or partial; an unknown outcome proves no result
+    answer: str  # the final answer, lowercased
+    judged: dict[int, StepJudgement] = field(default_factory=dict)
+    failed_calls: list[StepView] = field(default_factory=list)
+    first_seen_repeats: set[int] = field(default_factory=set)  # exact repeats of a call
+    undo_calls: set[int] = field(default_factory=set)
+    rejected: dict[int, str] = field(default_factory=dict)  # turned down or undone, and how
+    wrong_turn: StepView | None = None
+    answer_source: StepView | None = None
+    roots: list[tuple[StepView, str, float]] = field(default_factory=list)  # of the walk back
+    necessary: dict[int, tuple[str, float]] = field(default_factory=dict)
+    misleading: dict[int, tuple[str, float]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, request: ReviewRequest) -> "_Labelling":
+        outcome = request.trace.outcome
+        calls = [s for s in request.steps if s.kind == "tool_call"]
+        return cls(
+            request=request, facts=Facts.of(request), steps=list(request.steps), calls=calls,
+            last_call=calls[-1] if calls else None, failed_run=outcome == "failure",
+            partial_run=outcome == "partial", succeeded=counts_as_success(outcome),
+            answer=request.trace.final_answer.strip().lower(),
+        )  # fmt: skip
+
+    def judge(self, step: StepView, label: Label, reason: str, confidence: float) -> None:
+        """The first rule that labels a step wins."""
+        if step.index not in self.judged:
+            self.judged[step.index] = StepJudgement(
                 index=step.index, label=label, reason=reason, confidence=round(confidence, 2)
             )
 
-    # 1. failed
-    for step in calls:
+    def step(self, index: int) -> StepView:
+        return next(s for s in self.steps if s.index == index)
+
+
+def _failed(run: _Labelling) -> None:
+    """1. A call that failed, or the final action of a failed run refused or empty."""
+    for step in run.calls:
         if step.is_error:
-            judge(step, "failed", f"the step failed: {error_text(step)}", 0.95)
+            run.judge(step, "failed", f"the step failed: {error_text(step)}", 0.95)
         elif error_opening(step):
-            judge(step, "failed", f"its result is an error or empty: {error_text(step)}", 0.8)
-    if failed_run and last_call is not None and last_call.index not in judged:
+            run.judge(step, "failed", f"its result is an error or empty: {error_text(step)}", 0.8)
+    last_call = run.last_call
+    if run.failed_run and last_call is not None and last_call.index not in run.judged:
         result = (last_call.observation_raw or last_call.observation).strip()
         if VERDICT_AGAINST.search(result[-400:]):
-            judge(last_call, "failed", f"the result was refused: {error_text(last_call)}", 0.85)
+            reason = f"the result was refused: {error_text(last_call)}"
+            run.judge(last_call, "failed", reason, 0.85)
         elif not result:
-            judge(last_call, "failed", "the final action returned nothing and the run failed", 0.6)
-    failed_calls = [s for s in calls if s.index in judged]
+            reason = "the final action returned nothing and the run failed"
+            run.judge(last_call, "failed", reason, 0.6)
+    run.failed_calls = [s for s in run.calls if s.index in run.judged]
 
-    # 2. redundant repeats
+
+def _redundant(run: _Labelling) -> None:
+    """2. Exact repeats, results that repeat an earlier one, back / undo navigation."""
     first_seen: dict[str, int] = {}
-    first_seen_repeats: set[int] = set()
-    for step in calls:
-        if step.index in judged:
+    for step in run.calls:
+        if step.index in run.judged:
             continue
         key = call_key(step)
         if key in first_seen:
-            judge(step, "redundant", f"repeats step {first_seen[key]} with the same arguments", 0.9)
-            first_seen_repeats.add(step.index)
-        elif step.index in facts.duplicate_of:
-            earlier = facts.duplicate_of[step.index]
-            judge(step, "redundant", f"its result repeats step {earlier}: nothing new", 0.8)
+            reason = f"repeats step {first_seen[key]} with the same arguments"
+            run.judge(step, "redundant", reason, 0.9)
+            run.first_seen_repeats.add(step.index)
+        elif step.index in run.facts.duplicate_of:
+            earlier = run.facts.duplicate_of[step.index]
+            run.judge(step, "redundant", f"its result repeats step {earlier}: nothing new", 0.8)
         else:
             first_seen[key] = step.index
-    undo_calls = {s.index for s in calls if any(UNDO.match(v) for v in argument_values(s))}
-    for index in undo_calls:
-        step = next(s for s in calls if s.index == index)
-        judge(step, "redundant", "goes back: navigation, not progress", 0.6)
+    run.undo_calls = {s.index for s in run.calls if any(UNDO.match(v) for v in argument_values(s))}
+    for index in run.undo_calls:
+        run.judge(run.step(index), "redundant", "goes back: navigation, not progress", 0.6)
 
-    # Rejected or undone results: the agent turned them down itself.
-    rejected: dict[int, str] = {}
-    for step in calls:
-        if step.index in judged:
+
+def _rejected(run: _Labelling) -> None:
+    """Results the agent turned down itself: rejected in its next thought, or undone."""
+    for step in run.calls:
+        if step.index in run.judged:
             continue
-        thought = next_thought(steps, step)
-        following = next_call(steps, step)
+        thought = next_thought(run.steps, step)
+        following = next_call(run.steps, step)
         if thought is not None and thought.kind == "llm_reasoning":
-            if REJECTION.search(thought.content) and not acts_on(thought, step, facts):
-                rejected[step.index] = f"the agent turned its result down at step {thought.index}"
+            if REJECTION.search(thought.content) and not acts_on(thought, step, run.facts):
+                run.rejected[step.index] = (
+                    f"the agent turned its result down at step {thought.index}"
+                )
         if following is not None and any(UNDO.match(v) for v in argument_values(following)):
-            rejected[step.index] = f"undone at step {following.index}"
+            run.rejected[step.index] = f"undone at step {following.index}"
 
-    # The wrong turn of a run that did not succeed: the last choice of something an earlier
-    # result offered (not something the request named) on the way to the end.
-    # In a failed run it is the first such choice: what came after it built on it.
-    wrong_turn: StepView | None = None
-    if failed_run or partial_run:
-        for step in calls if failed_run else reversed(calls):
-            if step.index in judged or step.index in undo_calls or step.index in rejected:
-                continue
-            if is_choice(step, facts) and step is not last_call:
-                wrong_turn = step
-                break
 
-    # Final answer: the step whose text produced it.
-    answer = trace.final_answer.strip().lower()
-    answer_source: StepView | None = None
-    if answer:
-        answer_source = next(
-            (s for s in reversed(steps)
-             if s.kind != "user_input" and s is not last_call
-             and (answer in facts.outputs_lower[s.index] or s.kind == "llm_reasoning"
-                  and facts.values[s.index] & (key_values(answer) | names(trace.final_answer)))),
-            None,
-        )  # fmt: skip
+def _wrong_turn(run: _Labelling) -> None:
+    """The wrong turn of a run that did not succeed: the last choice of something an earlier
+    result offered (not something the request named) on the way to the end; in a failed run
+    the first such choice (what came after it built on it)."""
+    if not (run.failed_run or run.partial_run):
+        return
+    for step in run.calls if run.failed_run else reversed(run.calls):
+        if step.index in run.judged or step.index in run.undo_calls or step.index in run.rejected:
+            continue
+        if is_choice(step, run.facts) and step is not run.last_call:
+            run.wrong_turn = step
+            return
 
-    # 3/4. walk back from the end.
-    necessary: dict[int, tuple[str, float]] = {}
-    misleading: dict[int, tuple[str, float]] = {}
-    first_input = next((s for s in steps if s.kind == "user_input"), None)
+
+def _answer_source(run: _Labelling) -> None:
+    """The step whose text produced the final answer."""
+    if not run.answer:
+        return
+    answer, trace, facts = run.answer, run.request.trace, run.facts
+    run.answer_source = next(
+        (s for s in reversed(run.steps)
+         if s.kind != "user_input" and s is not run.last_call
+         and (answer in facts.outputs_lower[s.index] or s.kind == "llm_reasoning"
+              and facts.values[s.index] & (key_values(answer) | names(trace.final_answer)))),
+        None,
+    )  # fmt: skip
+
+
+def _request(run: _Labelling) -> None:
+    """3. The first user input states the request."""
+    first_input = next((s for s in run.steps if s.kind == "user_input"), None)
     if first_input is not None:
-        judge(first_input, "necessary", "states the request", 0.9)
+        run.judge(first_input, "necessary", "states the request", 0.9)
 
-    succeeded = counts_as_success(outcome)  # an unknown outcome proves no result
-    roots: list[tuple[StepView, str, float]] = []
-    last_success = next((s for s in reversed(calls) if s.index not in judged), None)
+
+def _results(run: _Labelling) -> None:
+    """3. What the walk back starts from in a run that succeeded: its last successful call, the
+    step that produced the final answer, the latest step that produced each value the answer
+    states. A partial run's last call committed what only partly met the request; a failed
+    run's answer was refused: both mislead (4)."""
+    judged, last_call, succeeded = run.judged, run.last_call, run.succeeded
+    last_success = next((s for s in reversed(run.calls) if s.index not in judged), None)
+    produced = "the last successful call: it produced the result"
     if succeeded and last_success is not None and last_success is not last_call:
-        if not partial_run:
-            roots.append((last_success, "the last successful call: it produced the result", 0.8))
+        if not run.partial_run:
+            run.roots.append((last_success, produced, 0.8))
     if succeeded and last_call is not None and last_call.index not in judged:
-        if partial_run:
-            misleading[last_call.index] = (
-                "it committed a result that only partly met the request",
-                0.6,
-            )
+        if run.partial_run:
+            partly = "it committed a result that only partly met the request"
+            run.misleading[last_call.index] = (partly, 0.6)
         else:
-            roots.append((last_call, "the last successful call: it produced the result", 0.8))
-    if answer_source is not None and answer_source.index not in judged:
-        if failed_run:
-            misleading[answer_source.index] = ("it produced the answer that was refused", 0.7)
+            run.roots.append((last_call, produced, 0.8))
+    source = run.answer_source
+    if source is not None and source.index not in judged:
+        if run.failed_run:
+            run.misleading[source.index] = ("it produced the answer that was refused", 0.7)
         else:
-            roots.append((answer_source, "it produced the final answer", 0.8))
-    if succeeded and not partial_run and answer:
+            run.roots.append((source, "it produced the final answer", 0.8))
+    if succeeded and not run.partial_run and run.answer:
         # The values the final answer states (ids, codes, names not in the request) come from
         # the latest step that produced each: "exit code 137: OOMKilled" cites the logs.
-        stated = (key_values(trace.final_answer) | names(trace.final_answer)) - facts.task_values
-        for step in reversed(calls):
-            used = stated & facts.values[step.index]
+        final_answer = run.request.trace.final_answer
+        stated = (key_values(final_answer) | names(final_answer)) - run.facts.task_values
+        for step in reversed(run.calls):
+            used = stated & run.facts.values[step.index]
             stated -= used
-            if used and step.index not in judged and step.index not in facts.duplicate_of:
-                roots.append((step, "the final answer states its result", 0.75))
-    if failed_run and last_call is not None and last_call.index not in judged:
-        misleading.setdefault(
+            if used and step.index not in judged and step.index not in run.facts.duplicate_of:
+                run.roots.append((step, "the final answer states its result", 0.75))
+
+
+def _went_wrong(run: _Labelling) -> None:
+    """4. The final action a failed run committed, the wrong turn (and in a failed run every
+    later call that acted on it), a call the user complained about right after."""
+    judged, last_call, wrong_turn = run.judged, run.last_call, run.wrong_turn
+    if run.failed_run and last_call is not None and last_call.index not in judged:
+        run.misleading.setdefault(
             last_call.index, ("the run failed after this final action committed it", 0.6)
         )
     if wrong_turn is not None:
-        misleading[wrong_turn.index] = (
+        run.misleading[wrong_turn.index] = (
             "the wrong turn: the choice the unsuccessful result rests on",
             0.6,
         )
-        if failed_run:
-            for step in calls:
+        if run.failed_run:
+            for step in run.calls:
                 if step.index > wrong_turn.index and step.index not in judged:
-                    misleading.setdefault(
+                    run.misleading.setdefault(
                         step.index, (f"acted on the wrong turn at step {wrong_turn.index}", 0.6)
                     )
-    first_call_index = calls[0].index if calls else None
-    for step in steps:  # a user complaint right after a call
+    first_call_index = run.calls[0].index if run.calls else None
+    for step in run.steps:
         after_action = first_call_index is not None and step.index > first_call_index
         if step.kind == "user_input" and after_action and is_dissatisfied(step.content):
-            before = next((s for s in reversed(calls) if s.index < step.index), None)
+            before = next((s for s in reversed(run.calls) if s.index < step.index), None)
             if before is not None and before.index not in judged:
-                misleading.setdefault(
-                    before.index, (f"the user complained right after it (step {step.index})", 0.7)
-                )
+                complained = f"the user complained right after it (step {step.index})"
+                run.misleading.setdefault(before.index, (complained, 0.7))
 
-    frontier = list(roots)
-    if failed_run:  # what fed the wrong path was still a right move, up to the wrong turn
-        frontier += [(s, "", 0.0) for s in steps if s.index in misleading]
-    for step, reason, confidence in roots:
+
+def _walk_back(run: _Labelling) -> None:
+    """3. Walking back from the results: every step whose output feeds a necessary step is
+    necessary; in a failed run, what fed the wrong path was still a right move up to the wrong
+    turn, and what built on the wrong turn after it misled."""
+    judged, necessary, misleading, wrong_turn = (
+        run.judged, run.necessary, run.misleading, run.wrong_turn
+    )  # fmt: skip
+    frontier = list(run.roots)
+    if run.failed_run:
+        frontier += [(s, "", 0.0) for s in run.steps if s.index in misleading]
+    for step, reason, confidence in run.roots:
         necessary[step.index] = (reason, confidence)
     seen: set[int] = set()
     while frontier:
@@ -208,87 +271,123 @@ def label_steps(request: ReviewRequest) -> dict[int, StepJudgement]:
         if step.index in seen:
             continue
         seen.add(step.index)
-        for source_index, strength in facts.producers(step):
-            source = next(s for s in steps if s.index == source_index)
+        for source_index, strength in run.facts.producers(step):
+            source = run.step(source_index)
             if source_index in judged or source_index in misleading or source_index in necessary:
                 continue
-            if source_index in undo_calls:
+            if source_index in run.undo_calls:
                 continue
-            if failed_run and wrong_turn is not None and source_index > wrong_turn.index:
+            if run.failed_run and wrong_turn is not None and source_index > wrong_turn.index:
                 reason = f"built on the wrong turn at step {wrong_turn.index} (step {step.index})"
                 misleading[source_index] = (reason, 0.55)
                 frontier.append((source, "", 0.0))
                 continue
-            strength = min(strength, 0.55) if failed_run else strength
+            strength = min(strength, 0.55) if run.failed_run else strength
             link = "its result is used verbatim" if strength >= 0.8 else "its value is used"
             necessary[source_index] = (f"{link} by step {step.index}", strength)
             frontier.append((source, "", 0.0))
 
-    for step in calls:  # successful calls acting on the request or on a necessary result
-        index = step.index
-        if index in judged or index in misleading or index in necessary or index in rejected:
-            continue
-        if index in undo_calls:
-            continue
-        if failed_run and wrong_turn is not None and index > wrong_turn.index:
-            continue
-        # Acting on the request is evidence only where the result is the final state (no final
-        # answer to trace back from) or the agent read the result (a thought followed it):
-        # a blind restart of a service the request names is correlated, not causal.
-        thought = next_thought(steps, step)
-        read = thought is not None and thought.kind == "llm_reasoning"
-        relevant = [v for v in argument_values(step) if facts.in_request(v)]
-        if relevant and (read or not answer):
-            confidence = 0.55 if failed_run or partial_run else 0.6
-            shown = cut_at_word(relevant[0], 40)
-            necessary[index] = (f"acts on the request ('{shown}')", confidence)
 
-    for index, reason in rejected.items():
-        if index not in judged and index not in necessary:
-            misleading.setdefault(index, (f"a detour: {reason}", 0.55))
-    for step in steps:  # a thought that turned down a result the run then used
+def _acting_on_request(run: _Labelling) -> None:
+    """3. A successful call the agent did not reject or undo whose arguments act on the
+    request: evidence only where the result is the final state (no final answer to trace back
+    from) or the agent read the result (a thought followed it): a blind restart of a service
+    the request names is correlated, not causal."""
+    wrong_turn = run.wrong_turn
+    for step in run.calls:
+        index = step.index
+        if index in run.judged or index in run.misleading or index in run.necessary:
+            continue
+        if index in run.rejected or index in run.undo_calls:
+            continue
+        if run.failed_run and wrong_turn is not None and index > wrong_turn.index:
+            continue
+        thought = next_thought(run.steps, step)
+        read = thought is not None and thought.kind == "llm_reasoning"
+        relevant = [v for v in argument_values(step) if run.facts.in_request(v)]
+        if relevant and (read or not run.answer):
+            confidence = 0.55 if run.failed_run or run.partial_run else 0.6
+            shown = cut_at_word(relevant[0], 40)
+            run.necessary[index] = (f"acts on the request ('{shown}')", confidence)
+
+
+def _detours(run: _Labelling) -> None:
+    """4. A result the agent turned down or undid, and a thought that turned down a result the
+    run then used."""
+    for index, reason in run.rejected.items():
+        if index not in run.judged and index not in run.necessary:
+            run.misleading.setdefault(index, (f"a detour: {reason}", 0.55))
+    for step in run.steps:
         if step.kind != "llm_reasoning" or not REJECTION.search(step.content):
             continue
-        before = next((s for s in reversed(calls) if s.index < step.index), None)
-        if before is not None and before.index in necessary and before.index in rejected:
-            misleading.setdefault(
-                step.index, (f"turned down step {before.index}, whose result was used later", 0.55)
-            )
+        before = next((s for s in reversed(run.calls) if s.index < step.index), None)
+        if before is not None and before.index in run.necessary and before.index in run.rejected:
+            turned_down = f"turned down step {before.index}, whose result was used later"
+            run.misleading.setdefault(step.index, (turned_down, 0.55))
 
-    for index, (reason, confidence) in misleading.items():
-        judge(next(s for s in steps if s.index == index), "misleading", reason, confidence)
-    for index, (reason, confidence) in necessary.items():
-        judge(next(s for s in steps if s.index == index), "necessary", reason, confidence)
 
-    # 5. reasoning takes the label of the call it decides.
-    for step in steps:
-        if step.kind != "llm_reasoning" or step.index in judged:
+def _settle(run: _Labelling) -> None:
+    """What misled, then what was necessary (a step found both ways misled)."""
+    for index, (reason, confidence) in run.misleading.items():
+        run.judge(run.step(index), "misleading", reason, confidence)
+    for index, (reason, confidence) in run.necessary.items():
+        run.judge(run.step(index), "necessary", reason, confidence)
+
+
+def _reasoning(run: _Labelling) -> None:
+    """5. Reasoning takes the label of the call it decides."""
+    for step in run.steps:
+        if step.kind != "llm_reasoning" or step.index in run.judged:
             continue
-        decided = next_call(steps, step)
-        if decided is None or decided.index not in judged:
+        decided = next_call(run.steps, step)
+        if decided is None or decided.index not in run.judged:
             continue
-        label = judged[decided.index].label
+        label, index = run.judged[decided.index].label, decided.index
         if label == "necessary":
-            judge(step, "necessary", f"decides step {decided.index}, which was necessary", 0.7)
+            run.judge(step, "necessary", f"decides step {index}, which was necessary", 0.7)
         elif label == "misleading":
-            judge(step, "misleading", f"decides step {decided.index}, which misled", 0.6)
+            run.judge(step, "misleading", f"decides step {index}, which misled", 0.6)
         elif label == "failed":
-            if any(s.index < decided.index for s in failed_calls):
-                reason = f"decides step {decided.index}: it kept to a path that had failed before"
-                judge(step, "misleading", reason, 0.55)
+            if any(s.index < index for s in run.failed_calls):
+                reason = f"decides step {index}: it kept to a path that had failed before"
+                run.judge(step, "misleading", reason, 0.55)
             else:
-                judge(step, "redundant", f"decides step {decided.index}, a failed attempt", 0.55)
-        elif label == "redundant" and failed_run and decided.index in first_seen_repeats:
-            judge(
-                step,
-                "misleading",
-                f"decides step {decided.index}: a repeat in a run that failed",
-                0.55,
-            )
+                run.judge(step, "redundant", f"decides step {index}, a failed attempt", 0.55)
+        elif label == "redundant" and run.failed_run and index in run.first_seen_repeats:
+            reason = f"decides step {index}: a repeat in a run that failed"
+            run.judge(step, "misleading", reason, 0.55)
         elif label == "redundant":
-            judge(step, "redundant", f"decides step {decided.index}, which did not matter", 0.6)
+            run.judge(step, "redundant", f"decides step {index}, which did not matter", 0.6)
 
-    # 6. everything else
-    for step in steps:
-        judge(step, "redundant", "nothing later used its result", 0.55)
-    return judged
+
+def _the_rest(run: _Labelling) -> None:
+    """6. Everything else."""
+    for step in run.steps:
+        run.judge(step, "redundant", "nothing later used its result", 0.55)
+
+
+# In order: a rule reads what the rules before it found, and a step keeps its first label.
+RULES: tuple[Callable[[_Labelling], None], ...] = (
+    _failed,
+    _redundant,
+    _rejected,
+    _wrong_turn,
+    _answer_source,
+    _request,
+    _results,
+    _went_wrong,
+    _walk_back,
+    _acting_on_request,
+    _detours,
+    _settle,
+    _reasoning,
+    _the_rest,
+)
+
+
+def label_steps(request: ReviewRequest) -> dict[int, StepJudgement]:
+    """Every step's label, reason and confidence, by the rules of the module docstring."""
+    run = _Labelling.of(request)
+    for rule in RULES:
+        rule(run)
+    return run.judged
