@@ -21,7 +21,7 @@ from traces.schemas import (
     TraceOpenIn,
 )
 from traces.selectors.trace_list import TraceFilters, trace_get, trace_list
-from traces.services import imports, ingest, streaming
+from traces.services import imports, ingest, ingest_batch, streaming
 
 router = Router(tags=["traces"])
 
@@ -51,7 +51,9 @@ def post_trace(request: HttpRequest, payload: TraceIn):
 def post_trace_batch(request: HttpRequest, payload: TraceBatchIn):
     """Store many trajectories; each gets its own result (created, duplicate, conflict, invalid)."""
     key = require_scope(request, "ingest")
-    results = ingest.trace_ingest_batch(project=key.project, items=payload.traces, api_key=key)
+    results = ingest_batch.trace_ingest_batch(
+        project=key.project, items=payload.traces, api_key=key
+    )
     return {"results": results}
 
 

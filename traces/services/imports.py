@@ -4,7 +4,8 @@ from typing import Any
 
 from accounts.models import ApiKey, Project
 from traces.schemas import TraceImportIn, TraceIn
-from traces.services.ingest import IngestResult, trace_ingest, trace_ingest_batch
+from traces.services.ingest import IngestResult, trace_ingest
+from traces.services.ingest_batch import trace_ingest_batch
 
 
 def trace_import(

@@ -8,7 +8,7 @@ from tqdm import tqdm
 from accounts.management.commands.create_api_key import checked_project_name
 from accounts.services.api_keys import project_get_or_create
 from traces.services.imports import trace_import_batch
-from traces.services.ingest import trace_ingest_batch
+from traces.services.ingest_batch import trace_ingest_batch
 from traces.transcripts import CONVERTERS
 
 CHUNK = 100
