@@ -360,21 +360,13 @@ def _replay(request: ReviewRequest, necessary_calls: list[StepView], blame: Blam
     return text + "."
 
 
-def build_template(request: ReviewRequest, labels: Mapping[int, StepJudgement]) -> ReviewTemplate:
-    """The review template, built from labels (machine or human-corrected)."""
-    steps = request.steps
-    by_label = {
-        name: [s for s in steps if labels[s.index].label == name]
-        for name in ("necessary", "redundant", "misleading", "failed")
-    }
-    summary = scene_summary(request.trace.task, steps)
-    necessary_calls = [s for s in by_label["necessary"] if s.tool]
+def _decisions(
+    by_label: Mapping[str, list[StepView]], necessary_calls: list[StepView]
+) -> list[str]:
+    """The key decisions: what the run did after each failure, and where it went the wrong way."""
     decisions = []
     for failure in by_label["failed"]:
-        next_other = next(
-            (s for s in necessary_calls if s.index > failure.index),
-            None,
-        )
+        next_other = next((s for s in necessary_calls if s.index > failure.index), None)
         if next_other is not None:
             decisions.append(
                 f"after {action_phrase(failure)} failed at step {failure.index} "
@@ -383,6 +375,11 @@ def build_template(request: ReviewRequest, labels: Mapping[int, StepJudgement]) 
     for step in by_label["misleading"]:
         if step.tool:
             decisions.append(f"step {step.index} ({action_phrase(step)}) went the wrong way")
+    return decisions
+
+
+def _improvements(by_label: Mapping[str, list[StepView]]) -> list[str]:
+    """What to skip (calls that did not matter) and what to avoid (calls that failed)."""
     improvements = []
     redundant_calls = [s for s in by_label["redundant"] if s.tool]
     if redundant_calls:
@@ -393,10 +390,87 @@ def build_template(request: ReviewRequest, labels: Mapping[int, StepJudgement]) 
     failed_phrases = list(dict.fromkeys(action_phrase(s) for s in by_label["failed"] if s.tool))
     if failed_phrases:
         improvements.append(f"avoid {'; '.join(failed_phrases[:3])}: it failed")
+    return improvements
 
-    outcome = request.trace.outcome
-    sources = Sources.of(request.trace.task, steps, request.trace)
+
+def _blame_improvement(blame: Blame, labels: Mapping[int, StepJudgement]) -> str | None:
+    """The blamed step as an improvement (a failed one is listed with the failures already)."""
+    if blame.evidence == ENDED:
+        return (
+            f"before the final reply, check every part of the request is done: "
+            f"{blame.consequence} ({blame.evidence})"
+        )
+    if labels[blame.step.index].label != "failed":
+        return (
+            f"do not {literal_call(blame.step) if blame.step.tool else 'end so'}: "
+            f"{blame.consequence} ({blame.evidence})"
+        )
+    return None
+
+
+def _blamed_advice(
+    advice: str, pitfall: str, blame: Blame, when_strategy: str, request: ReviewRequest,
+    sources: Sources,
+) -> str:  # fmt: skip
+    """A run that did not fail but has a blamed step: its strategy, and what to do about the
+    step (check it, mind the order, change a failing look-up's arguments, or do not)."""
+    if request.trace.outcome == "failure" or not when_strategy:
+        return advice
+    if blame.evidence in (REFUSED, CHANGED):
+        # The commit itself only partly met the request: check it, never "do not".
+        phrase = _blamed_phrase(blame, sources)
+        return (
+            f"{when_strategy}. Check {phrase} against every part of the request first: "
+            f"{blame.consequence}."
+        )
+    if blame.evidence == FAILED and _made_again(blame.step, request.steps):
+        # The same call worked later in the run: it failed for when it was made, not for what
+        # it was ("Buy Now" before a product was open); the strategy's order is the lesson,
+        # and "do not" would forbid the purchase itself.
+        return f"{when_strategy}."
+    if blame.evidence == FAILED and request.trace.call_effect(blame.step).is_read_only:
+        # A look-up that failed on the way: looking up is still right.
+        phrase = _blamed_phrase(blame, sources)
+        return (
+            f"{when_strategy}. {phrase} can fail ({blame.consequence}): then change its "
+            "arguments, do not repeat it."
+        )
+    return f"{when_strategy}. Do not {pitfall}."
+
+
+def _unblamed_advice(
+    request: ReviewRequest, when_strategy: str, sources: Sources
+) -> tuple[str, str]:
+    """(advice, pitfall) of a run no step of which is blamed."""
+    steps = request.steps
     calls = [s for s in steps if s.tool]
+    if request.trace.outcome == "failure":
+        if calls:
+            tried = path_pattern(calls, sources, 3)
+            return f"When you use {calls[0].tool}: {tried} was not enough: the run failed.", ""
+        # No tool was called at all: the way not to go is answering from the conversation
+        # alone, and the first reply is where the run chose it.
+        pitfall = "answer without calling a tool" + _first_reply(steps)
+        return f"When you answer: do not {pitfall}: the run failed.", pitfall
+    if when_strategy:
+        return f"{when_strategy}.", ""
+    if calls:
+        return f"When you use {calls[0].tool}: {path_pattern(calls, sources, 3)}.", ""
+    return "When you can answer from the conversation alone, answer directly.", ""
+
+
+def build_template(request: ReviewRequest, labels: Mapping[int, StepJudgement]) -> ReviewTemplate:
+    """The review template, built from labels (machine or human-corrected)."""
+    steps = request.steps
+    by_label = {
+        name: [s for s in steps if labels[s.index].label == name]
+        for name in ("necessary", "redundant", "misleading", "failed")
+    }
+    summary = scene_summary(request.trace.task, steps)
+    necessary_calls = [s for s in by_label["necessary"] if s.tool]
+    decisions = _decisions(by_label, necessary_calls)
+    improvements = _improvements(by_label)
+    sources = Sources.of(request.trace.task, steps, request.trace)
     strategy = path_pattern(necessary_calls, sources) if necessary_calls else ""
     way = sorted(
         necessary_calls + _fed_look_ups(by_label["failed"], necessary_calls, request, sources),
@@ -404,54 +478,13 @@ def build_template(request: ReviewRequest, labels: Mapping[int, StepJudgement]) 
     )
     when_strategy = _strategy(way, request, sources) if necessary_calls else ""
     blame = blame_of(request, {i: j.label for i, j in labels.items()})
-    pitfall = ""
     if blame is not None:
         advice, pitfall = _lesson(blame, necessary_calls, request, sources)
-        if blame.evidence == ENDED:
-            improvements.append(
-                f"before the final reply, check every part of the request is done: "
-                f"{blame.consequence} ({blame.evidence})"
-            )
-        elif labels[blame.step.index].label != "failed":  # a failed one is listed above
-            improvements.append(
-                f"do not {literal_call(blame.step) if blame.step.tool else 'end so'}: "
-                f"{blame.consequence} ({blame.evidence})"
-            )
-        if outcome != "failure" and when_strategy:
-            if blame.evidence in (REFUSED, CHANGED):
-                # The commit itself only partly met the request: check it, never "do not".
-                phrase = _blamed_phrase(blame, sources)
-                advice = (
-                    f"{when_strategy}. Check {phrase} against every part of the request first: "
-                    f"{blame.consequence}."
-                )
-            elif blame.evidence == FAILED and _made_again(blame.step, steps):
-                # The same call worked later in the run: it failed for when it was made, not
-                # for what it was ("Buy Now" before a product was open); the strategy's order
-                # is the lesson, and "do not" would forbid the purchase itself.
-                advice = f"{when_strategy}."
-            elif blame.evidence == FAILED and request.trace.call_effect(blame.step).is_read_only:
-                # A look-up that failed on the way: looking up is still right.
-                phrase = _blamed_phrase(blame, sources)
-                advice = f"{when_strategy}. {phrase} can fail ({blame.consequence}): then "
-                advice += "change its arguments, do not repeat it."
-            else:
-                advice = f"{when_strategy}. Do not {pitfall}."
-    elif outcome == "failure":
-        if calls:
-            tried = path_pattern(calls, sources, 3)
-            advice = f"When you use {calls[0].tool}: {tried} was not enough: the run failed."
-        else:
-            # No tool was called at all: the way not to go is answering from the conversation
-            # alone, and the first reply is where the run chose it.
-            pitfall = "answer without calling a tool" + _first_reply(steps)
-            advice = f"When you answer: do not {pitfall}: the run failed."
-    elif when_strategy:
-        advice = f"{when_strategy}."
-    elif calls:
-        advice = f"When you use {calls[0].tool}: {path_pattern(calls, sources, 3)}."
+        if (improvement := _blame_improvement(blame, labels)) is not None:
+            improvements.append(improvement)
+        advice = _blamed_advice(advice, pitfall, blame, when_strategy, request, sources)
     else:
-        advice = "When you can answer from the conversation alone, answer directly."
+        advice, pitfall = _unblamed_advice(request, when_strategy, sources)
     replay = _replay(request, necessary_calls, blame)
     # Worth referencing when it shows a way (a strategy, an answer) or a way not to go.
     worth = bool(strategy or pitfall or request.trace.final_answer)
