@@ -29,12 +29,18 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import IO
 
 from hindsight_site import bootstrap, embedded
 from hindsight_site.env import env_int, env_str
+from hindsight_site.launch_plan import (
+    EmbeddedServices,
+    beat_command,
+    web_command,
+    web_nice,
+    worker_command,
+)
 
 STOP_TIMEOUT = 20.0
 # A child that dies is restarted after 1, 2, 4 ... seconds, at most this long; a child that ran
@@ -379,22 +385,12 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, supervisor.request_stop)
     signal.signal(signal.SIGTERM, supervisor.request_stop)
 
-    postgres = redis = None
+    services = EmbeddedServices(directory)
     database_url = os.environ.get("DATABASE_URL", "").strip()
     redis_url = os.environ.get("REDIS_URL", "").strip()
     code = 1
     try:
-        if not database_url:
-            say(f"starting embedded PostgreSQL in {directory / 'postgres'}")
-            postgres = embedded.start_postgres(directory, owned=True)
-            database_url = embedded.postgres_url(postgres)
-        if not redis_url:
-            say(f"starting embedded Redis on {embedded.redis_socket(directory)}")
-            redis = embedded.RedisServer(directory)
-            redis.start()
-            redis_url = redis.url
-            if redis.process is not None:
-                supervisor.record("Redis", redis.process.pid)
+        database_url, redis_url = services.start(database_url, redis_url, supervisor, say)
         embedded.write_record(
             directory, embedded.ServiceRecord(os.getpid(), database_url, redis_url)
         )
@@ -403,85 +399,11 @@ def run(args: argparse.Namespace) -> int:
 
         username, password, demo_key = prepare_database(directory)
         supervisor.env = dict(os.environ)
-        python = sys.executable
-        supervisor.spawn(
-            "web",
-            [
-                python,
-                "-m",
-                "gunicorn",
-                "hindsight_site.wsgi:application",
-                "--bind",
-                f"{host}:{port}",
-                "--workers",
-                str(env_int("HINDSIGHT_WEB_WORKERS", 3, minimum=1)),
-                # Load the app (and its URLconf, see wsgi.py) once in the master before forking,
-                # so the first request to each worker is not the one that pays for imports.
-                "--preload",
-                "--config",
-                "python:hindsight_site.gunicorn_conf",
-                "--graceful-timeout",
-                "10",
-                "--access-logfile",
-                "-",
-                "--control-socket",
-                str(directory / "gunicorn.ctl"),
-            ],
-            # A little below the worker when both want the CPU (HINDSIGHT_WEB_NICE): under
-            # bench/load.py's load the worker had a quarter of the two cores and the backlog
-            # took 59-69 s to drain; at 2, 41-60 s, recall p95 +8-30 % (at 5: 30 s, 2.5x).
-            nice=env_int("HINDSIGHT_WEB_NICE", 2, minimum=0, maximum=19),
-        )
-        supervisor.spawn(
-            "worker",
-            [
-                python,
-                "-m",
-                "celery",
-                "-A",
-                "hindsight_site",
-                "worker",
-                "--loglevel",
-                "INFO",
-                "--concurrency",
-                str(env_int("HINDSIGHT_WORKER_CONCURRENCY", 2, minimum=1)),
-                "--hostname",
-                f"worker-{os.getpid()}@%h",
-            ],
-        )
+        supervisor.spawn("web", web_command(host, port, directory), nice=web_nice())
+        supervisor.spawn("worker", worker_command(os.getpid()))
         if not args.no_beat:
-            supervisor.spawn(
-                "beat",
-                [
-                    python,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "hindsight_site",
-                    "beat",
-                    "--loglevel",
-                    "INFO",
-                    "--schedule",
-                    str(directory / "celerybeat-schedule"),
-                ],
-            )
-        if redis is not None:
-
-            def restart_redis() -> None:
-                redis.start()
-                if redis.process is not None:
-                    supervisor.record("Redis", redis.process.pid)
-
-            supervisor.watch_service("Redis", redis.is_running, restart_redis)
-        if postgres is not None:
-
-            def restart_postgres() -> None:
-                nonlocal postgres
-                postgres = embedded.start_postgres(directory, owned=True)
-
-            supervisor.watch_service(
-                "PostgreSQL", partial(embedded.postgres_is_running, directory), restart_postgres
-            )
+            supervisor.spawn("beat", beat_command(directory))
+        services.watch(supervisor)
         if not wait_for_site(host, port, timeout=60) and not supervisor.stopping:
             say("the web server did not answer within 60 s")
             return 1
@@ -495,10 +417,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         say("stopping")
         supervisor.stop_all()
-        if redis is not None:
-            redis.stop()
-        if postgres is not None:
-            postgres.stop()
+        services.stop()
         embedded.remove_record(directory)
         (directory / STACK_FILE).unlink(missing_ok=True)
         lock.close()
