@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET
 from core.http import AuthedRequest
 from experiences import selectors
 from experiences.forms import ExperienceEditForm, ScopeForm
-from experiences.views._shared import _get_experience_for_user
+from experiences.views._shared import object_of_user
 
 DETAIL = "experiences/detail.html"
 
@@ -17,7 +17,13 @@ DETAIL = "experiences/detail.html"
 @require_GET
 @login_required
 def experience_detail(request: AuthedRequest, experience_id: int) -> HttpResponse:
-    experience, access = _get_experience_for_user(request, experience_id, light=False)
+    experience, access = object_of_user(
+        request,
+        selectors.experience_for_user,
+        "experience",
+        experience_id=experience_id,
+        light=False,
+    )
     detail = selectors.experience_detail(experience=experience, user=request.user)
     context = {
         "detail": detail,

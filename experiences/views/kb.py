@@ -17,7 +17,7 @@ from core.pages import vary_on_htmx, wants_partial
 from experiences import selectors
 from experiences.forms import KbArticleForm
 from experiences.services import kb
-from experiences.views._shared import _forbidden, _get_article_for_user
+from experiences.views._shared import _forbidden, object_of_user
 
 KB = "experiences/kb.html"
 
@@ -78,7 +78,9 @@ def kb_rebuild_status(request: AuthedRequest, access: ProjectAccess) -> HttpResp
 @require_http_methods(["GET", "POST"])
 @login_required
 def kb_article_edit(request: AuthedRequest, article_id: int) -> HttpResponse:
-    article, access = _get_article_for_user(request, article_id)
+    article, access = object_of_user(
+        request, selectors.kb_article_for_user, "article", article_id=article_id
+    )
     if not access.is_admin:
         return _forbidden(request)
     data = request.POST if request.method == "POST" else None

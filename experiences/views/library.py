@@ -40,7 +40,7 @@ from experiences.known_scopes import (
 )
 from experiences.models import Experience
 from experiences.services import curation
-from experiences.views._shared import _forbidden, _get_experience_for_user
+from experiences.views._shared import _forbidden, object_of_user
 
 PAGE_SIZE = 50
 LIBRARY = "experiences/library.html"
@@ -95,7 +95,9 @@ def _done(
 @require_GET
 @login_required
 def experience_row(request: AuthedRequest, experience_id: int) -> HttpResponse:
-    experience, access = _get_experience_for_user(request, experience_id)
+    experience, access = object_of_user(
+        request, selectors.experience_for_user, "experience", experience_id=experience_id
+    )
     if not wants_partial(request):
         return vary_on_htmx(redirect("experiences:detail", experience_id=experience.pk))
     return vary_on_htmx(_row(request, access, experience.pk))
@@ -104,7 +106,9 @@ def experience_row(request: AuthedRequest, experience_id: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @login_required
 def experience_edit(request: AuthedRequest, experience_id: int) -> HttpResponse:
-    experience, access = _get_experience_for_user(request, experience_id)
+    experience, access = object_of_user(
+        request, selectors.experience_for_user, "experience", experience_id=experience_id
+    )
     if not access.is_admin:
         return _forbidden(request)
     if request.method == "GET":
@@ -137,7 +141,9 @@ def _edit_form(
 @require_http_methods(["GET", "POST"])
 @login_required
 def experience_scope(request: AuthedRequest, experience_id: int) -> HttpResponse:
-    experience, access = _get_experience_for_user(request, experience_id)
+    experience, access = object_of_user(
+        request, selectors.experience_for_user, "experience", experience_id=experience_id
+    )
     if not access.is_admin:
         return _forbidden(request)
     if request.method == "GET":
@@ -191,7 +197,9 @@ def _scope_form(
 @require_POST
 @login_required
 def experience_status(request: AuthedRequest, experience_id: int) -> HttpResponse:
-    experience, access = _get_experience_for_user(request, experience_id)
+    experience, access = object_of_user(
+        request, selectors.experience_for_user, "experience", experience_id=experience_id
+    )
     if not access.is_admin:
         return _forbidden(request)
     form = StatusForm(request.POST)
@@ -210,7 +218,9 @@ def experience_status(request: AuthedRequest, experience_id: int) -> HttpRespons
 @login_required
 def experience_vote(request: AuthedRequest, experience_id: int) -> HttpResponse:
     """Reviewers and admins alike: +1, -1, or 0 to withdraw their vote."""
-    experience, access = _get_experience_for_user(request, experience_id)
+    experience, access = object_of_user(
+        request, selectors.experience_for_user, "experience", experience_id=experience_id
+    )
     form = VoteForm(request.POST)
     if not form.is_valid():
         return _done(request, experience, access, "A vote is up, down or withdrawn.")

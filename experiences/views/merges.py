@@ -19,7 +19,7 @@ from experiences import selectors
 from experiences.forms import ProposalDecisionForm
 from experiences.models import MergeProposal
 from experiences.services import curation, merging
-from experiences.views._shared import _forbidden, _get_merge_for_user, _get_proposal_for_user
+from experiences.views._shared import _forbidden, object_of_user
 
 HISTORY_PAGE_SIZE = 20
 QUEUE_PAGE_SIZE = 20
@@ -71,7 +71,9 @@ def merges(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
 @require_POST
 @login_required
 def proposal_decide(request: AuthedRequest, proposal_id: int) -> HttpResponse:
-    proposal, access = _get_proposal_for_user(request, proposal_id)
+    proposal, access = object_of_user(
+        request, selectors.proposal_for_user, "merge proposal", proposal_id=proposal_id
+    )
     if not access.is_admin:
         return _forbidden(request)
     form = ProposalDecisionForm(request.POST)
@@ -130,7 +132,7 @@ def _after_decision(
 @require_POST
 @login_required
 def merge_undo(request: AuthedRequest, merge_id: int) -> HttpResponse:
-    merge, access = _get_merge_for_user(request, merge_id)
+    merge, access = object_of_user(request, selectors.merge_for_user, "merge", merge_id=merge_id)
     if not access.is_admin:
         return _forbidden(request)
     error = ""
