@@ -129,6 +129,7 @@ def test_the_demo_key_sends_and_recalls(project, make_key, api_for):
     assert demo.get("traces").status_code == 403
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_keys_that_could_read_before_the_read_scope_keep_reading(project):
     from django.db import connection

@@ -23,6 +23,7 @@ def _migrate_to_latest() -> None:
     latest.migrate(latest.loader.graph.leaf_nodes())
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_database_from_before_the_move_keeps_its_rows(django_user_model, api_for):
     user = django_user_model.objects.create_user("ada", password="pw-long-enough-1")

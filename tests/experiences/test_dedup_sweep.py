@@ -187,6 +187,7 @@ def test_the_sweep_takes_due_experiences_after_the_grace_period_oldest_first(pro
     assert experiences_due_for_dedup(limit=10) == [oldest.pk, older.pk, old.pk]
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_the_sweep_reads_the_due_checks_not_the_library(project):
     library = Experience.objects.bulk_create(

@@ -133,6 +133,7 @@ def libraries(draw) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_recall_agrees_with_exact_search_in_shared_libraries(make_project, settings):
     """Multi-project libraries with near-duplicate floods and deletes: recall returns as many
     items as exact search finds above the floor (up to k), and only those."""

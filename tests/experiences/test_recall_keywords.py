@@ -83,6 +83,7 @@ def test_a_word_that_alone_exceeds_the_row_budget_is_not_read(recall_api, projec
     assert budgeted[0]["experience_id"] == wanted.pk
 
 
+@pytest.mark.slow
 def test_the_word_matches_are_never_anded_with_a_bitmap_of_the_filter(project):
     """Given a tool filter, PostgreSQL could AND the few rows holding the query's words with a
     bitmap of every row holding one of the tools (420k rows at 1M experiences: 120 ms). The
