@@ -148,7 +148,7 @@ def main() -> int:
     env = {"HINDSIGHT_RATE_LIMIT_PER_MINUTE": "0", "HINDSIGHT_WORKER_CONCURRENCY": "1"}
     fake = None
     if args.llm:
-        from tests.fake_openai import FakeOpenAI
+        from tests.support.fake_openai import FakeOpenAI
 
         fake = FakeOpenAI().start()
         env.update({"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "k"})

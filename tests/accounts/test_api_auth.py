@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from accounts.models import ApiKey
 from accounts.services.rate_limit import rate_limit_check
-from tests.conftest import trajectory
+from tests.support.api import trajectory
 
 pytestmark = pytest.mark.django_db
 

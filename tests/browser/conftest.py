@@ -12,8 +12,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parent.parent.parent / "test-artifacts"
+from tests.support.browser import ARTIFACTS, CHROMIUM
 
 
 @pytest.fixture(scope="session")

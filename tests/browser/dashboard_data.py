@@ -8,13 +8,11 @@ from django.urls import reverse
 from accounts.services.api_keys import api_key_create
 from experiences.services import kb
 from experiences.services.versions import version_record
-from tests.experience_pages.conftest import make_experience, make_proposal  # noqa: F401
-from tests.pages.conftest import admin_user, make_trace, reviewer  # noqa: F401 - fixtures
 from traces.models import Review, Step
 
 
 @pytest.fixture
-def dashboard(project, admin_user, reviewer, make_trace, make_experience, make_proposal):  # noqa: F811
+def dashboard(project, admin_user, reviewer, make_trace, make_experience, make_proposal):
     """A project as people use it: reviewed trajectories with machine and human labels,
     experiences with their evidence, an open merge proposal, promoted experience in the KB,
     an API key, and the audit events all of that left."""

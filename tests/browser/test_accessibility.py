@@ -18,8 +18,6 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from tests.browser.dashboard_data import dashboard, dashboard_pages  # noqa: F401 - fixture
-from tests.experience_pages.conftest import make_experience, make_proposal  # noqa: F401
-from tests.pages.conftest import admin_user, make_trace, reviewer  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -4,13 +4,11 @@ the browser reports no violation (a blocked script, style or font is a console e
 import pytest
 from playwright.sync_api import expect
 
-from tests.pages.conftest import admin_user, make_trace  # noqa: F401 - fixtures
-
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_the_pages_run_under_the_policy_without_a_violation(
-    page, live_server, login, admin_user, project, make_trace, console_errors, shot  # noqa: F811
+    page, live_server, login, admin_user, project, make_trace, console_errors, shot
 ):  # fmt: skip
     errors = console_errors(page)
     violations: list[str] = []

@@ -8,18 +8,12 @@ from playwright.sync_api import expect
 from accounts.models import AuditEvent
 from experiences.models import Experience, ExperienceMerge, KbArticle, MergeProposal
 from experiences.services import kb
-from tests.experience_pages.conftest import (  # noqa: F401 - fixtures
-    make_experience,
-    make_proposal,
-    run_queued_rebuild,
-)
-from tests.pages.conftest import admin_user, make_trace, reviewer  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_an_admin_clears_the_merge_queue_and_undoes_a_merge(
-    page, live_server, login, admin_user, project, make_experience, make_proposal, make_trace,  # noqa: F811
+    page, live_server, login, admin_user, project, make_experience, make_proposal, make_trace,
     shot, console_errors,
 ):  # fmt: skip
     trace = make_trace(project)
@@ -103,7 +97,7 @@ def test_an_admin_clears_the_merge_queue_and_undoes_a_merge(
 
 
 def test_an_admin_approves_a_selection_and_edits_a_row_inline(
-    page, live_server, login, admin_user, project, make_experience, shot, console_errors,  # noqa: F811
+    page, live_server, login, admin_user, project, make_experience, shot, console_errors,
 ):  # fmt: skip
     made = [
         make_experience(
@@ -199,7 +193,7 @@ def test_an_admin_approves_a_selection_and_edits_a_row_inline(
 
 
 def test_a_reviewer_votes_and_an_admin_publishes_the_knowledge_base(
-    browser, live_server, login, admin_user, reviewer, project, make_experience, shot,  # noqa: F811
+    browser, live_server, login, admin_user, reviewer, project, make_experience, shot,
     celery_worker,  # the rebuild runs in the worker; the page follows it and reloads when done
 ):  # fmt: skip
     make_experience(
@@ -265,7 +259,7 @@ def test_a_reviewer_votes_and_an_admin_publishes_the_knowledge_base(
 
 
 def test_a_finished_rebuild_does_not_reload_over_an_article_being_edited(
-    page, live_server, login, admin_user, project, make_experience, run_queued_rebuild, shot,  # noqa: F811
+    page, live_server, login, admin_user, project, make_experience, run_queued_rebuild, shot,
 ):  # fmt: skip
     make_experience(
         project, status="promoted", tools=["docker_logs"], advice="Read docker_logs first."
@@ -287,7 +281,7 @@ def test_a_finished_rebuild_does_not_reload_over_an_article_being_edited(
     shot(page, "curation-13-kb-rebuilt-while-editing")
 
 
-def test_empty_pages_say_where_things_come_from(page, live_server, login, admin_user, shot):  # noqa: F811
+def test_empty_pages_say_where_things_come_from(page, live_server, login, admin_user, shot):
     login(page.context, admin_user)
 
     page.goto(live_server.url + "/experiences/")

@@ -10,14 +10,13 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.test_accessibility import axe_violations
-from tests.pages.conftest import make_trace, reviewer  # noqa: F401 - fixtures
 from traces.models import ReviewClaim, Step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_a_finish_is_undone_from_the_next_trajectory_with_the_keyboard(
-    page, live_server, login, reviewer, project, make_trace, shot  # noqa: F811
+    page, live_server, login, reviewer, project, make_trace, shot
 ):  # fmt: skip
     first = make_trace(project, steps=3, outcome="failure", task="Failed one")
     second = make_trace(project, steps=2, task="Plain one")

@@ -7,7 +7,6 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.test_accessibility import axe_violations, describe
-from tests.pages.conftest import admin_user, make_trace, other_project, reviewer  # noqa: F401
 from tests.pages.test_inspector_reading import colleague, ingest_reading_trace  # noqa: F401
 from traces.models import Step
 
@@ -30,7 +29,7 @@ def _current(page) -> str:
 
 
 def test_long_parts_start_folded_and_open_by_mouse_and_key(
-    page, live_server, login, reviewer, reading_trace, shot, console_errors  # noqa: F811
+    page, live_server, login, reviewer, reading_trace, shot, console_errors
 ):  # fmt: skip
     errors = console_errors(page)
     _open(page, live_server, login, reviewer, reading_trace)
@@ -72,7 +71,7 @@ def test_long_parts_start_folded_and_open_by_mouse_and_key(
 
 
 def test_json_is_formatted_and_markdown_rendered_and_hostile_text_stays_text(
-    page, live_server, login, reviewer, reading_trace, shot, console_errors  # noqa: F811
+    page, live_server, login, reviewer, reading_trace, shot, console_errors
 ):  # fmt: skip
     errors = console_errors(page)
     dialogs: list[str] = []
@@ -107,7 +106,7 @@ def test_json_is_formatted_and_markdown_rendered_and_hostile_text_stays_text(
 
 
 def test_filters_and_jumps_work_from_the_keyboard(
-    page, live_server, login, reviewer, reading_trace, shot, console_errors  # noqa: F811
+    page, live_server, login, reviewer, reading_trace, shot, console_errors
 ):  # fmt: skip
     errors = console_errors(page)
     _open(page, live_server, login, reviewer, reading_trace)
@@ -192,7 +191,7 @@ def test_filters_and_jumps_work_from_the_keyboard(
 
 
 def test_a_filter_link_works_without_javascript(
-    browser, live_server, login, reviewer, reading_trace  # noqa: F811
+    browser, live_server, login, reviewer, reading_trace
 ):  # fmt: skip
     context = browser.new_context(
         java_script_enabled=False, viewport={"width": 1440, "height": 900}
@@ -210,7 +209,7 @@ def test_a_filter_link_works_without_javascript(
 
 @pytest.mark.parametrize("width", [1440, 1024])
 def test_the_review_panel_and_steps_stay_below_the_top_bar(
-    page, live_server, login, reviewer, reading_trace, shot, width  # noqa: F811
+    page, live_server, login, reviewer, reading_trace, shot, width
 ):  # fmt: skip
     page.set_viewport_size({"width": width, "height": 900})
     _open(page, live_server, login, reviewer, reading_trace)
@@ -246,7 +245,7 @@ def test_the_review_panel_and_steps_stay_below_the_top_bar(
 
 
 def test_with_a_queue_claim_the_panel_sits_below_the_bar_and_the_claim_bar(
-    page, live_server, login, reviewer, project, reading_trace, shot  # noqa: F811
+    page, live_server, login, reviewer, project, reading_trace, shot
 ):  # fmt: skip
     from traces.services.review_claims import claim_next
 
@@ -307,7 +306,7 @@ def _long_run(project, steps: int = 2000):
 
 
 def test_a_2000_step_run_is_usable_at_once_and_loads_the_rest_as_the_reviewer_moves(
-    page, live_server, login, reviewer, project, shot, console_errors  # noqa: F811
+    page, live_server, login, reviewer, project, shot, console_errors
 ):  # fmt: skip
     import time
 
@@ -390,7 +389,7 @@ def test_a_2000_step_run_is_usable_at_once_and_loads_the_rest_as_the_reviewer_mo
 
 
 def test_an_imported_chats_run_details_show_its_model_tokens_and_system_prompt(
-    page, live_server, login, reviewer, api, shot, console_errors  # noqa: F811
+    page, live_server, login, reviewer, api, shot, console_errors
 ):  # fmt: skip
     from tests.pages.test_inspector_reading import SYSTEM_PROMPT
 

@@ -8,15 +8,13 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from tests.browser.test_accessibility import axe_violations
-from tests.experience_pages.conftest import make_experience  # noqa: F401 - fixture
-from tests.pages.conftest import admin_user, make_trace, reviewer  # noqa: F401 - fixtures
 from traces.models import Trace
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_an_upside_down_date_range_typed_with_the_keyboard_is_refused_next_to_the_field(
-    page, live_server, login, reviewer, project, make_trace, shot, console_errors  # noqa: F811
+    page, live_server, login, reviewer, project, make_trace, shot, console_errors
 ):  # fmt: skip
     for n in range(3):
         make_trace(project, task=f"Find why web-{n} restarts")
@@ -51,7 +49,7 @@ def test_an_upside_down_date_range_typed_with_the_keyboard_is_refused_next_to_th
 
 
 def test_a_bad_value_in_a_link_is_shown_on_every_list(
-    page, live_server, login, admin_user, project, make_trace, make_experience, shot  # noqa: F811
+    page, live_server, login, admin_user, project, make_trace, make_experience, shot
 ):  # fmt: skip
     make_trace(project)
     make_experience(project)
@@ -72,7 +70,7 @@ def test_a_bad_value_in_a_link_is_shown_on_every_list(
 
 
 def test_older_and_newer_pages_with_the_keyboard_go_to_the_top_of_the_list(
-    page, live_server, login, reviewer, project, make_trace, shot, console_errors  # noqa: F811
+    page, live_server, login, reviewer, project, make_trace, shot, console_errors
 ):  # fmt: skip
     for n in range(105):  # pages of 50
         make_trace(project, labelled=None, task=f"Task number {n}")
@@ -113,7 +111,7 @@ def test_older_and_newer_pages_with_the_keyboard_go_to_the_top_of_the_list(
 
 
 def test_stats_without_javascript_are_tables(
-    browser, live_server, login, reviewer, project, make_trace, make_experience, shot  # noqa: F811
+    browser, live_server, login, reviewer, project, make_trace, make_experience, shot
 ):  # fmt: skip
     from traces.models import ReviewClaim, Step
 
@@ -163,7 +161,7 @@ def test_stats_without_javascript_are_tables(
 
 
 def test_stats_with_javascript_draw_charts_over_the_tables(
-    page, live_server, login, reviewer, project, make_trace, console_errors  # noqa: F811
+    page, live_server, login, reviewer, project, make_trace, console_errors
 ):  # fmt: skip
     make_trace(project, steps=4, review=True)
     errors = console_errors(page)
@@ -181,7 +179,7 @@ def test_stats_with_javascript_draw_charts_over_the_tables(
 
 
 def test_search_finds_a_run_by_an_observation_and_opens_it_at_the_step(
-    page, live_server, login, reviewer, project, make_trace, shot, console_errors  # noqa: F811
+    page, live_server, login, reviewer, project, make_trace, shot, console_errors
 ):  # fmt: skip
     from traces.models import Step
 

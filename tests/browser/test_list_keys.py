@@ -7,7 +7,6 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from tests.browser.test_accessibility import axe_violations
-from tests.pages.conftest import make_trace, reviewer  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -15,7 +14,7 @@ ROW_OF_FOCUS = "document.activeElement.closest('tr')?.querySelector('input[name=
 
 
 def test_the_trace_list_is_worked_with_the_keyboard(
-    page, live_server, login, reviewer, project, make_trace, shot, console_errors  # noqa: F811
+    page, live_server, login, reviewer, project, make_trace, shot, console_errors
 ):  # fmt: skip
     traces = [make_trace(project, task=f"Find why web-{n} restarts") for n in range(3)]
     newest_first = [str(t.pk) for t in reversed(traces)]

@@ -7,8 +7,6 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from tests.browser.dashboard_data import dashboard, dashboard_pages  # noqa: F401 - fixture
-from tests.experience_pages.conftest import make_experience, make_proposal  # noqa: F401
-from tests.pages.conftest import admin_user, make_trace, reviewer  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -34,7 +32,7 @@ OVERFLOWING = """() => {
 
 
 @pytest.fixture
-def phone(browser, login, admin_user):  # noqa: F811
+def phone(browser, login, admin_user):
     context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
     login(context, admin_user)
     yield context.new_page()
@@ -86,7 +84,7 @@ def test_the_menu_opens_and_closes_with_the_keyboard(phone, live_server, dashboa
     expect(phone.get_by_role("button", name="Menu")).to_have_attribute("aria-expanded", "false")
 
 
-def test_the_menu_is_a_plain_bar_on_a_desktop(page, live_server, login, admin_user):  # noqa: F811
+def test_the_menu_is_a_plain_bar_on_a_desktop(page, live_server, login, admin_user):
     login(page.context, admin_user)
     page.goto(live_server.url + reverse("traces:list"))
 

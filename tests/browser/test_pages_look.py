@@ -3,14 +3,13 @@
 import pytest
 from playwright.sync_api import expect
 
-from tests.pages.conftest import admin_user, make_trace  # noqa: F401 - fixtures
 from traces.models import Step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_stats_settings_and_empty_states_render(
-    page, live_server, login, admin_user, project, make_trace, shot, console_errors  # noqa: F811
+    page, live_server, login, admin_user, project, make_trace, shot, console_errors
 ):  # fmt: skip
     errors = console_errors(page)
     login(page.context, admin_user)

@@ -6,8 +6,6 @@ import pytest
 from playwright.sync_api import expect
 
 from experiences.models import MergeProposal
-from tests.experience_pages.conftest import make_experience, make_proposal  # noqa: F401
-from tests.pages.conftest import admin_user, make_trace, reviewer  # noqa: F401 - fixtures
 from traces.models import Step, Trace
 from traces.services.review_claims import claim_next
 
@@ -15,7 +13,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_the_queue_reads_as_a_work_list_and_goes_with_the_keyboard(
-    page, live_server, login, admin_user, reviewer, project, make_trace, shot, console_errors,  # noqa: F811
+    page, live_server, login, admin_user, reviewer, project, make_trace, shot, console_errors,
 ):  # fmt: skip
     traces = [
         make_trace(
@@ -79,7 +77,7 @@ def test_the_queue_reads_as_a_work_list_and_goes_with_the_keyboard(
 
 
 def test_two_runs_are_compared_from_the_list_and_from_one_runs_other_runs(
-    page, live_server, login, reviewer, project, make_trace, shot, console_errors,  # noqa: F811
+    page, live_server, login, reviewer, project, make_trace, shot, console_errors,
 ):  # fmt: skip
     task = "Find why the web container keeps restarting"
     good = make_trace(project, task=task, outcome="success", external_id="restart-web-1")
@@ -144,7 +142,7 @@ def test_two_runs_are_compared_from_the_list_and_from_one_runs_other_runs(
 
 
 def test_a_merge_updates_the_other_cards_at_once_and_undo_says_so(
-    page, live_server, login, admin_user, project, make_experience, make_proposal, shot,  # noqa: F811
+    page, live_server, login, admin_user, project, make_experience, make_proposal, shot,
     console_errors,
 ):  # fmt: skip
     a, b, c = (

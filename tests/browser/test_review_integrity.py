@@ -8,14 +8,13 @@ import pytest
 from playwright.sync_api import expect
 
 from accounts.models import AuditEvent
-from tests.pages.conftest import admin_user, make_trace, reviewer  # noqa: F401 - fixtures
 from traces.models import Review, Step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_ctrl_enter_asks_before_accepting_and_accepted_labels_stay_out_of_kappa(
-    page, live_server, login, reviewer, project, make_trace, shot  # noqa: F811
+    page, live_server, login, reviewer, project, make_trace, shot
 ):  # fmt: skip
     trace = make_trace(project, steps=5, labelled="heuristic", review=True)
     login(page.context, reviewer)
@@ -64,7 +63,7 @@ def test_ctrl_enter_asks_before_accepting_and_accepted_labels_stay_out_of_kappa(
     expect(page.locator("#step-1 .src")).not_to_contain_text("accepted as is")
 
 
-def _long_trace(project, make_trace):  # noqa: F811
+def _long_trace(project, make_trace):
     trace = make_trace(project, steps=25)
     Review.objects.create(
         trace=trace, kind=Review.Kind.FULL, trigger="long_enough", window_start=0, window_end=24,
@@ -80,7 +79,7 @@ def _label_of(trace, index: int) -> tuple[str, str]:
 
 
 def test_number_keys_label_the_step_of_the_url_fragment(
-    page, live_server, login, reviewer, project, make_trace, shot  # noqa: F811
+    page, live_server, login, reviewer, project, make_trace, shot
 ):  # fmt: skip
     trace = _long_trace(project, make_trace)
     login(page.context, reviewer)
@@ -101,7 +100,7 @@ def test_number_keys_label_the_step_of_the_url_fragment(
 
 
 def test_number_keys_label_the_step_a_review_link_or_focus_moved_to(
-    page, live_server, login, reviewer, project, make_trace, shot  # noqa: F811
+    page, live_server, login, reviewer, project, make_trace, shot
 ):  # fmt: skip
     trace = _long_trace(project, make_trace)
     login(page.context, reviewer)
@@ -133,7 +132,7 @@ def test_number_keys_label_the_step_a_review_link_or_focus_moved_to(
 
 
 def test_an_override_shows_the_machine_label_and_goes_back_to_it(
-    page, live_server, login, reviewer, project, make_trace, shot, console_errors  # noqa: F811
+    page, live_server, login, reviewer, project, make_trace, shot, console_errors
 ):  # fmt: skip
     trace = make_trace(project, steps=3, labelled="heuristic")
     reason = "a second look at the same log"

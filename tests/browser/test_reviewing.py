@@ -7,20 +7,14 @@ import pytest
 from playwright.sync_api import expect
 
 from accounts.models import AuditEvent
-from tests.pages.conftest import (  # noqa: F401 - fixtures
-    PASSWORD,
-    admin_user,
-    make_trace,
-    other_project,
-    reviewer,
-)
+from tests.support.personas import PASSWORD
 from traces.models import Step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_a_reviewer_logs_in_and_relabels_with_the_keyboard(
-    page, live_server, admin_user, project, make_trace, shot, console_errors  # noqa: F811
+    page, live_server, admin_user, project, make_trace, shot, console_errors
 ):  # fmt: skip
     trace = make_trace(project, steps=6, review=True)
     make_trace(project, task="Rotate the TLS certificate of the ingress", labelled="heuristic")
@@ -80,7 +74,7 @@ def test_a_reviewer_logs_in_and_relabels_with_the_keyboard(
 
 
 def test_a_stale_relabel_is_refused_in_the_second_browser(
-    browser, live_server, login, reviewer, admin_user, project, make_trace, shot  # noqa: F811
+    browser, live_server, login, reviewer, admin_user, project, make_trace, shot
 ):  # fmt: skip
     trace = make_trace(project, steps=3)
     first, second = browser.new_context(), browser.new_context()
@@ -111,7 +105,7 @@ def test_a_stale_relabel_is_refused_in_the_second_browser(
 
 
 def test_the_queue_goes_with_the_keyboard_alone(
-    page, live_server, login, reviewer, project, make_trace, shot  # noqa: F811
+    page, live_server, login, reviewer, project, make_trace, shot
 ):  # fmt: skip
     heuristic = make_trace(project, steps=3, labelled="heuristic", task="Heuristic one")
     plain = make_trace(project, steps=2, task="Plain one")
@@ -164,7 +158,7 @@ def test_the_queue_goes_with_the_keyboard_alone(
 
 
 def test_a_lapsed_session_keeps_the_label_and_sends_it_after_signing_in_in_place(
-    page, live_server, login, admin_user, project, make_trace, shot, console_errors  # noqa: F811
+    page, live_server, login, admin_user, project, make_trace, shot, console_errors
 ):  # fmt: skip
     from django.contrib.sessions.models import Session
 
@@ -210,10 +204,10 @@ def test_a_lapsed_session_keeps_the_label_and_sends_it_after_signing_in_in_place
 
 
 def test_a_trajectory_another_reviewer_holds_says_so_and_asks_before_a_label(
-    page, live_server, login, admin_user, project, make_trace, shot, console_errors  # noqa: F811
+    page, live_server, login, admin_user, project, make_trace, shot, console_errors
 ):  # fmt: skip
     from accounts.models import Membership
-    from tests.pages.conftest import make_user
+    from tests.support.personas import make_user
     from traces.services.review_claims import claim_next
 
     trace = make_trace(project, steps=3)

@@ -13,9 +13,7 @@ from accounts.models import AuditEvent, Membership
 from accounts.services.api_keys import api_key_create
 from experiences.models import Experience
 from experiences.services import curation
-from tests.browser.conftest import ARTIFACTS
-from tests.experience_pages.conftest import make_experience  # noqa: F401 - fixtures
-from tests.pages.conftest import admin_user, make_trace  # noqa: F401 - fixtures
+from tests.support.browser import ARTIFACTS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -47,7 +45,7 @@ def _options(page, datalist: str) -> list[str]:
 
 
 def test_a_scope_typo_is_warned_about_as_typed_and_on_save_and_focus_stays_on_the_row(
-    page, live_server, login, admin_user, project, make_trace, make_experience,  # noqa: F811
+    page, live_server, login, admin_user, project, make_trace, make_experience,
     shot, console_errors,
 ):  # fmt: skip
     make_trace(project, environment=["docker", "k8s"], agent="ops-bot")
@@ -132,7 +130,7 @@ def test_a_scope_typo_is_warned_about_as_typed_and_on_save_and_focus_stays_on_th
 
 
 def test_focus_goes_into_the_edit_form_and_back_to_edit_on_cancel(
-    page, live_server, login, admin_user, project, make_experience,  # noqa: F811
+    page, live_server, login, admin_user, project, make_experience,
     console_errors,
 ):  # fmt: skip
     experience = make_experience(project)
@@ -163,7 +161,7 @@ def test_focus_goes_into_the_edit_form_and_back_to_edit_on_cancel(
 
 
 def test_the_bulk_scope_and_the_filters_suggest_known_values(
-    page, live_server, login, admin_user, project, make_trace, make_experience,  # noqa: F811
+    page, live_server, login, admin_user, project, make_trace, make_experience,
     shot, console_errors,
 ):  # fmt: skip
     make_trace(project, environment=["docker", "k8s"], agent="ops-bot")
@@ -200,7 +198,7 @@ def test_the_bulk_scope_and_the_filters_suggest_known_values(
 
 
 def test_the_trace_filters_find_a_part_of_a_value(
-    page, live_server, login, admin_user, project, make_trace,  # noqa: F811
+    page, live_server, login, admin_user, project, make_trace,
     shot, console_errors,
 ):  # fmt: skip
     make_trace(project, task="Summarise the incident report", agent="gpt-4o-mini")
@@ -223,7 +221,7 @@ def test_the_trace_filters_find_a_part_of_a_value(
 
 
 def test_revoking_a_key_asks_first_with_the_keyboard(
-    page, live_server, login, admin_user, project,  # noqa: F811
+    page, live_server, login, admin_user, project,
     shot, console_errors,
 ):  # fmt: skip
     new = api_key_create(project=project, scopes=["ingest"], name="nightly importer")
@@ -261,7 +259,7 @@ def test_revoking_a_key_asks_first_with_the_keyboard(
 
 
 def test_an_admin_creates_a_member_who_signs_in_with_the_one_time_password(
-    page, browser, live_server, login, admin_user, project,  # noqa: F811
+    page, browser, live_server, login, admin_user, project,
     shot, console_errors,
 ):  # fmt: skip
     errors = console_errors(page)
@@ -341,7 +339,7 @@ def test_an_admin_creates_a_member_who_signs_in_with_the_one_time_password(
 
 
 def test_the_audit_log_reads_well_and_filters_with_pickers(
-    page, live_server, login, admin_user, project, make_trace, make_experience,  # noqa: F811
+    page, live_server, login, admin_user, project, make_trace, make_experience,
     shot, console_errors,
 ):  # fmt: skip
     trace = make_trace(project)

@@ -10,14 +10,13 @@ from playwright.sync_api import expect
 
 from accounts.models import AccountSettings
 from tests.browser.test_accessibility import axe_violations
-from tests.pages.conftest import make_trace, reviewer  # noqa: F401 - fixtures
 from traces.models import Trace
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_the_browser_s_zone_is_taken_in_one_key_press_and_the_list_follows(
-    browser, live_server, login, reviewer, project, make_trace, shot  # noqa: F811
+    browser, live_server, login, reviewer, project, make_trace, shot
 ):  # fmt: skip
     trace = make_trace(project)
     Trace.objects.filter(pk=trace.pk).update(created_at=datetime(2026, 12, 3, 12, 0, tzinfo=UTC))

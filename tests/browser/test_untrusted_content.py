@@ -3,7 +3,6 @@
 import pytest
 from playwright.sync_api import expect
 
-from tests.pages.conftest import admin_user, make_trace, other_project  # noqa: F401 - fixtures
 from traces.models import Step
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -45,7 +44,7 @@ def _assert_inert(page, dialogs: list[str]) -> None:
 
 
 def test_an_xss_corpus_renders_inert(
-    page, live_server, login, admin_user, project, make_trace, shot  # noqa: F811
+    page, live_server, login, admin_user, project, make_trace, shot
 ):  # fmt: skip
     trace = _xss_trace(project, make_trace)
     dialogs: list[str] = []

@@ -8,7 +8,6 @@ from playwright.sync_api import expect
 from experiences.models import Experience
 from hindsight_site.review_tasks import rederive_trace, review_trace
 from tests.experiences.trajectories import seed_000_body
-from tests.pages.conftest import reviewer  # noqa: F401 - fixture
 from traces.models import Step
 from traces.schemas import TraceIn
 from traces.services.ingest import trace_ingest
@@ -18,7 +17,7 @@ KEYS = {"necessary": "1", "redundant": "2", "misleading": "3", "failed": "4"}
 
 
 def test_a_confirmed_label_makes_no_version_and_a_changed_one_a_human_version(
-    page, live_server, login, reviewer, project, shot  # noqa: F811
+    page, live_server, login, reviewer, project, shot
 ):  # fmt: skip
     trace = trace_ingest(project=project, payload=TraceIn.model_validate(seed_000_body())).trace
     assert review_trace(trace.pk) == "reviewed"

@@ -7,8 +7,8 @@ import time
 import pytest
 
 from hindsight_client import ApiError, ConnectionFailed, HindsightClient
-from tests.client.conftest import free_port
-from tests.conftest import trajectory
+from tests.support.api import trajectory
+from tests.support.ports import free_port
 from traces.models import Trace
 
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 
 from hindsight_client import HindsightClient, Limits, RequestTooLarge
-from tests.client.conftest import FAST_BACKOFF, SiteProcess, free_port
-from tests.conftest import trajectory
+from tests.support.api import trajectory
+from tests.support.client import FAST_BACKOFF
+from tests.support.launcher import SiteProcess
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.launcher
 

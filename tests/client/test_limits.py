@@ -11,8 +11,8 @@ import json
 import pytest
 
 from hindsight_client import ApiError, InvalidRequest, Limits, RequestTooLarge, StepRejected
-from tests.client.conftest import FAST_BACKOFF
-from tests.conftest import trajectory
+from tests.support.api import trajectory
+from tests.support.client import FAST_BACKOFF
 from traces.models import Step, Trace
 
 SMALL = 64 * 1024  # a body limit small enough to overrun with a few steps

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from hindsight_client import ApiError, QueueFull, RecorderError
-from tests.client.conftest import FAST_BACKOFF, wait_for
+from tests.support.client import FAST_BACKOFF
+from tests.support.waiting import wait_for
 from traces.models import Step, Trace
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,9 @@ import time
 import pytest
 
 from hindsight_client import HindsightClient
-from tests.client.conftest import FAST_BACKOFF, SiteProcess, free_port
+from tests.support.client import FAST_BACKOFF
+from tests.support.launcher import SiteProcess
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.launcher
 

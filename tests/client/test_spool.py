@@ -14,7 +14,8 @@ from pathlib import Path
 
 from hindsight_client import Backoff, ConnectionFailed, Limits, default_spool_dir, resend_spooled
 from hindsight_client.spool import spool_write
-from tests.client.conftest import FAST_BACKOFF, wait_for
+from tests.support.client import FAST_BACKOFF
+from tests.support.waiting import wait_for
 from traces.models import Step, Trace
 
 ROOT = Path(__file__).resolve().parents[2]

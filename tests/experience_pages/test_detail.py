@@ -3,7 +3,7 @@
 from experiences.models import ExperienceSource
 from experiences.services.curation import experience_edit
 from experiences.services.merging import experience_merge
-from tests.experience_pages.conftest import count_queries
+from tests.support.pages import count_queries
 
 
 def test_it_shows_the_advice_scene_evidence_and_scope(

@@ -8,7 +8,7 @@ import pytest
 from accounts.models import AuditEvent
 from experiences.models import KbArticle
 from experiences.services import kb
-from tests.experience_pages.conftest import HTMX, count_queries
+from tests.support.pages import HTMX, count_queries
 
 
 @pytest.fixture

@@ -11,8 +11,10 @@ from accounts.models import AuditEvent
 from experiences.models import KbArticle
 from experiences.services import kb
 from experiences.tasks import rebuild_kb
-from tests.conftest import WorkerProcess, wait_until, worker_database_url
-from tests.experience_pages.conftest import HTMX, forget_rebuilds, take_queued_tasks
+from tests.support.experiences import forget_rebuilds, take_queued_tasks
+from tests.support.pages import HTMX
+from tests.support.waiting import wait_until
+from tests.support.worker import WorkerProcess, worker_database_url
 
 STATUS = "/kb/rebuild/status/"
 

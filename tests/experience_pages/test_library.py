@@ -5,7 +5,7 @@ from django.test import Client
 
 from accounts.models import AuditEvent, Membership
 from experiences.models import Experience, ExperienceVersion, ExperienceVote
-from tests.experience_pages.conftest import HTMX, count_queries
+from tests.support.pages import HTMX, count_queries
 
 # ---------------------------------------------------------------------------- the list
 

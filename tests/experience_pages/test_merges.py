@@ -8,7 +8,7 @@ from accounts.models import AuditEvent
 from experiences.models import Experience, ExperienceMerge, MergeProposal
 from experiences.selectors import advice_diff
 from experiences.services.merging import experience_merge
-from tests.experience_pages.conftest import HTMX, count_queries
+from tests.support.pages import HTMX, count_queries
 
 
 @pytest.fixture

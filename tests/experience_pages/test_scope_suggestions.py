@@ -8,9 +8,8 @@ from django.test.utils import CaptureQueriesContext
 from accounts.models import AuditEvent
 from experiences.known_scopes import scope_known_values, scope_unknown_values
 from experiences.models import Experience, RecallLog
+from tests.support.pages import HTMX
 from traces import known_values
-
-from .conftest import HTMX
 
 pytestmark = pytest.mark.django_db
 

@@ -15,8 +15,9 @@ from experiences.services.dedup import experience_dedup, experiences_due_for_ded
 from experiences.services.merging import experience_merge_undo
 from experiences.tasks import dedup_due_experiences
 from hindsight_site.review_tasks import dedup_on_commit
-from tests.conftest import WorkerProcess, wait_until
 from tests.experiences.test_dedup import make, vector
+from tests.support.waiting import wait_until
+from tests.support.worker import WorkerProcess
 
 
 def checked(experience: Experience) -> Experience:

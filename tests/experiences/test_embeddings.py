@@ -15,7 +15,7 @@ from experiences.services.reembed import (
     embedding_column_resize,
     experiences_to_reembed,
 )
-from tests.fake_openai import fake_vector
+from tests.support.fake_openai import fake_vector
 
 
 @pytest.fixture

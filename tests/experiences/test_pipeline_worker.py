@@ -7,8 +7,9 @@ import urllib.request
 import pytest
 
 from experiences.models import Experience
-from tests.conftest import WorkerProcess, wait_until
 from tests.experiences.trajectories import seed_000_body
+from tests.support.waiting import wait_until
+from tests.support.worker import WorkerProcess
 from traces.models import Trace
 
 pytestmark = pytest.mark.worker

@@ -9,7 +9,7 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from hypothesis.configuration import set_hypothesis_home_dir
 
-from tests.conftest import ApiClient
+from tests.support.api import ApiClient
 
 # Hypothesis caches what it learns about strings under ./.hypothesis by default; keep it with the
 # suite's other data (the data dir is outside the work tree or git-ignored).

@@ -20,7 +20,8 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from tests.conftest import trajectory, worker_database_url
+from tests.support.api import trajectory
+from tests.support.worker import worker_database_url
 from traces.models import Trace
 
 ROOT = Path(__file__).resolve().parents[2]

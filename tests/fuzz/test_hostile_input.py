@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from core import inputs
 from experiences.models import RecallLog
 from hindsight_site.api import api
-from tests.conftest import trajectory
+from tests.support.api import trajectory
 from traces.models import Step, Trace
 
 pytestmark = pytest.mark.django_db

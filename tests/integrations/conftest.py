@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from hindsight_client import HindsightClient
-from tests.client.conftest import SiteProcess, free_port
-from tests.conftest import wait_until
-from tests.fake_openai import FakeOpenAI
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.launcher import SiteProcess
+from tests.support.ports import free_port
+from tests.support.waiting import wait_until
 
 
 @dataclass

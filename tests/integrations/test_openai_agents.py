@@ -12,9 +12,9 @@ import json
 
 import pytest
 
-from tests.conftest import wait_until
-from tests.fake_openai import AgentTurn
 from tests.integrations.snippets import assert_first_run, run_in_thread, run_python_snippet
+from tests.support.fake_openai import AgentTurn
+from tests.support.waiting import wait_until
 
 TASK = "Find which Node.js version this project needs"
 SCRIPT = [

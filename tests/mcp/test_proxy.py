@@ -11,9 +11,9 @@ import sys
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.client.conftest import wait_for
 from tests.client.library import make_failure_pattern
-from tests.mcp.conftest import ROOT, TOY_SERVER, lines, proxy_command, session, tapped
+from tests.support.mcp import ROOT, TOY_SERVER, lines, proxy_command, session, tapped
+from tests.support.waiting import wait_for
 from traces.models import Trace
 
 

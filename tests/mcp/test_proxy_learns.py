@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from experiences.models import Experience, FailurePattern
 from hindsight_site.review_tasks import review_trace
-from tests.mcp.conftest import proxy_command, session
 from tests.mcp.test_proxy import completed_trace, three_calls
+from tests.support.mcp import proxy_command, session
 
 
 def test_a_captured_session_is_reviewed_and_leaves_what_it_taught(site):

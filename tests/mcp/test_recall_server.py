@@ -10,9 +10,9 @@ import pytest
 from mcp import Client
 
 from accounts.services.api_keys import api_key_create
-from tests.client.conftest import free_port
 from tests.client.library import make_experience, make_failure_pattern
-from tests.mcp.conftest import ROOT, recall_server_command, run_async, session
+from tests.support.mcp import ROOT, recall_server_command, run_async, session
+from tests.support.ports import free_port
 
 ADVICE = "When a container restarts in a loop, first check `docker inspect` for OOMKilled."
 

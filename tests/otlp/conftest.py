@@ -1,21 +1,13 @@
 """Fixtures of the OTLP receiver tests: keys, posting raw bodies, and a live site for the SDK."""
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 import pytest
 from django.test import Client
-from opentelemetry.exporter.otlp.proto.http import Compression
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
 from accounts.models import Project
 from accounts.services.api_keys import api_key_create
-
-PATH = "/api/v1/otlp/v1/traces"
-PROTOBUF = "application/x-protobuf"
+from tests.support.otlp import PATH, PROTOBUF, Site
 
 
 @pytest.fixture
@@ -38,26 +30,6 @@ def post(pipeline_key) -> Callable:
         return client.post(PATH, data=body, content_type=content_type, headers=headers)
 
     return send
-
-
-@dataclass
-class Site:
-    url: str
-    key: str
-    project: Project
-
-    def provider(self, *, batch: bool = False, gzip: bool = False) -> TracerProvider:
-        """The real SDK exporting to this site over HTTP with the API key header."""
-        exporter = OTLPSpanExporter(
-            endpoint=self.url + PATH,
-            headers={"Authorization": f"Bearer {self.key}"},
-            compression=Compression.Gzip if gzip else Compression.NoCompression,
-            timeout=10,
-        )
-        provider = TracerProvider(resource=Resource.create({"service.name": "support-agent"}))
-        processor = BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter)
-        provider.add_span_processor(processor)
-        return provider
 
 
 @pytest.fixture

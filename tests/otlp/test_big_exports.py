@@ -10,8 +10,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from tests.conftest import wait_until
 from tests.otlp.spans import agent_run, export
+from tests.support.waiting import wait_until
 from traces.models import Trace
 from traces.otlp.models import OtelSpan, OtelTrace
 from traces.otlp.services import ROOTED_GRACE_SECONDS, otel_traces_sweep

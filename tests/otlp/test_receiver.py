@@ -11,8 +11,8 @@ from google.protobuf import json_format
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from tests.otlp.conftest import PROTOBUF
 from tests.otlp.spans import agent_run, export, hex_ids, span, user_says
+from tests.support.otlp import PROTOBUF
 from traces.models import Trace
 from traces.otlp.models import OtelSpan, OtelTrace
 from traces.otlp.tasks import complete_idle_traces

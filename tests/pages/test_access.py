@@ -3,7 +3,7 @@
 import pytest
 
 from accounts.models import Membership
-from tests.pages.conftest import make_user
+from tests.support.personas import make_user
 
 PAGES = ["/traces/", "/queue/", "/stats/", "/audit/", "/settings/"]
 

@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from accounts.models import AuditEvent, Membership, PasswordChangeDue, Project
-from tests.pages.conftest import PASSWORD, make_user
+from tests.support.personas import PASSWORD, make_user
 
 NEW = "a-brand-new-long-password-7"
 

@@ -3,8 +3,7 @@
 from accounts.auth import api_key_lookup
 from accounts.models import ApiKey, AuditEvent, Membership
 from accounts.services.api_keys import api_key_create
-
-from .conftest import make_user
+from tests.support.personas import make_user
 
 
 def test_the_audit_log_lists_the_projects_events(

@@ -7,7 +7,6 @@ from accounts.models import AuditEvent
 from accounts.selectors.audit import audit_list
 from accounts.services.audit import audit_event
 from experiences.services import curation
-from tests.experience_pages.conftest import make_experience  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HX-Request": "true"}
@@ -46,7 +45,7 @@ def test_events_link_to_their_experience_trace_and_step(
     admin_user,
     project,
     make_trace,
-    make_experience,  # noqa: F811
+    make_experience,
 ):
     trace = make_trace(project)
     experience = make_experience(project)

@@ -197,7 +197,7 @@ def test_compare_needs_a_login(client):
 
 
 def test_the_comparison_says_llm_not_llm_reasoning_in_title_case(client_for, reviewer, project):
-    from tests.pages.conftest import trajectory_payload
+    from tests.support.trajectories import trajectory_payload
     from traces.schemas import TraceIn
     from traces.services.ingest import trace_ingest
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from accounts.models import Membership
-from tests.conftest import ApiClient
-from tests.pages.conftest import make_user
+from tests.support.api import ApiClient
+from tests.support.personas import make_user
 from traces.models import Review, Step, Trace
 from traces.services import labels
 

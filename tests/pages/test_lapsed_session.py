@@ -4,7 +4,7 @@ answers JSON with the rotated CSRF token, through the sign-in page's throttle.""
 
 from django.test import Client
 
-from tests.pages.conftest import PASSWORD
+from tests.support.personas import PASSWORD
 from traces.models import Step
 
 HTMX = {"HX-Request": "true"}

@@ -8,7 +8,6 @@ import re
 import pytest
 
 from core.pagination import encode_cursor, newer_page, paginate_by_id
-from tests.experience_pages.conftest import make_experience  # noqa: F401 - fixture
 from traces.models import Trace
 
 pytestmark = pytest.mark.django_db
@@ -82,7 +81,7 @@ def test_htmx_results_carry_the_field_errors_out_of_band(client_for, reviewer, p
     assert "One filter was not applied" in body
 
 
-def test_the_library_names_an_unknown_status(client_for, reviewer, project, make_experience):  # noqa: F811
+def test_the_library_names_an_unknown_status(client_for, reviewer, project, make_experience):
     make_experience(project, status="approved")
 
     body = client_for(reviewer).get("/experiences/?status=bogus&polarity=x").content.decode()
@@ -194,7 +193,7 @@ def test_stats_show_every_figure_as_a_table(client_for, reviewer, project, make_
 
 
 def test_the_experience_stats_are_a_page_of_their_own_without_htmx(
-    client_for, reviewer, project, make_experience  # noqa: F811
+    client_for, reviewer, project, make_experience
 ):  # fmt: skip
     make_experience(project, status="approved")
     client = client_for(reviewer)

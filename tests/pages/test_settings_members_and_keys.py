@@ -8,8 +8,7 @@ from django.test import Client
 from accounts.auth import api_key_lookup
 from accounts.models import AuditEvent, Membership
 from accounts.services.api_keys import api_key_create
-
-from .conftest import make_user
+from tests.support.personas import make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from accounts.services.api_keys import api_key_create
-from tests.conftest import ApiClient
+from tests.support.api import ApiClient
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HX-Request": "true"}

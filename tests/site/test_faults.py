@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.experiences.trajectories import seed_000_body
-from tests.fake_openai import FakeOpenAI
 from tests.site.test_launcher import Launcher, free_port
+from tests.support.fake_openai import FakeOpenAI
 
 pytestmark = pytest.mark.launcher
 

@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import running_site_key, trajectory
+from tests.support.api import trajectory
+from tests.support.launcher import running_site_key
 
 pytestmark = pytest.mark.launcher
 

@@ -27,8 +27,10 @@ from django.core.exceptions import MiddlewareNotUsed
 
 from hindsight_site import db_router, embedded
 from hindsight_site.replica_middleware import PIN_COOKIE, ReplicaReadMiddleware
-from tests.client.conftest import SiteProcess, free_port
-from tests.conftest import trajectory, wait_until
+from tests.support.api import trajectory
+from tests.support.launcher import SiteProcess
+from tests.support.ports import free_port
+from tests.support.waiting import wait_until
 from traces.models import Trace
 
 PIN_SECONDS = 2

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from accounts.models import ApiKey, Project
-from tests.conftest import step, trajectory
+from tests.support.api import step, trajectory
 from tests.traces.transcripts import Call, anthropic_transcript, chat_transcript, import_body
 from traces.management.commands import import_traces
 from traces.models import Trace

@@ -3,7 +3,7 @@ conflict, and rows stored with the digest written before v2 are still matched.""
 
 import pytest
 
-from tests.conftest import step, trajectory
+from tests.support.api import step, trajectory
 from traces.models import Step, Trace
 from traces.schemas import StepIn, TraceIn, TraceOpenIn
 from traces.services.digests import V2, content_digest

@@ -7,7 +7,7 @@ from django.test.utils import override_settings
 
 from accounts.models import AuditEvent
 from core import inputs
-from tests.conftest import step, trajectory
+from tests.support.api import step, trajectory
 from traces.models import Step, Trace
 
 pytestmark = pytest.mark.django_db

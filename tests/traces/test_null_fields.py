@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from core.inputs import BodyIn
 from hindsight_site.api import api as ninja_api
-from tests.conftest import step, trajectory
+from tests.support.api import step, trajectory
 from traces.schemas import (
     StepContextIn,
     StepIn,

@@ -4,7 +4,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tests.conftest import step, trajectory
+from tests.support.api import step, trajectory
 from traces.models import Trace
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ from django.conf import settings as django_settings
 from django.utils import timezone
 
 from accounts.models import AuditEvent
-from tests.conftest import step, trajectory
+from tests.support.api import step, trajectory
 from traces.models import Step, Trace
 from traces.services.retention import observations_raw_drop_old
 from traces.tasks import drop_old_raw_observations

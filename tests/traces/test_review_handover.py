@@ -9,7 +9,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from core.publish import tasks_waiting
-from tests.conftest import trajectory, wait_until
+from tests.support.api import trajectory
+from tests.support.waiting import wait_until
 from traces.models import Trace
 from traces.services.review_queue import REVIEW_TASK, trace_enqueue_stale
 from traces.tasks import enqueue_pending_traces

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.conftest import step
+from tests.support.api import step
 from traces.models import Trace
 from traces.services.review_queue import trace_enqueue_stale
 
