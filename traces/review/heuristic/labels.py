@@ -75,6 +75,7 @@ class _Labelling:
     roots: list[tuple[StepView, str, float]] = field(default_factory=list)  # of the walk back
     necessary: dict[int, tuple[str, float]] = field(default_factory=dict)
     misleading: dict[int, tuple[str, float]] = field(default_factory=dict)
+    by_index: dict[int, StepView] = field(default_factory=dict)
 
     @classmethod
     def of(cls, request: ReviewRequest) -> "_Labelling":
@@ -95,7 +96,10 @@ class _Labelling:
             )
 
     def step(self, index: int) -> StepView:
-        return next(s for s in self.steps if s.index == index)
+        """A step by its index (the walk back asks once per link: a dict, not a scan)."""
+        if not self.by_index:
+            self.by_index = {s.index: s for s in self.steps}
+        return self.by_index[index]
 
 
 def _failed(run: _Labelling) -> None:
