@@ -252,7 +252,7 @@ def _instructs_other_literal(advice: str, task: str, tools: set[str], constants:
 
 
 _CONDITION = re.compile(r"\bwhen you use [\w.-]+[:,]", re.I)
-# The words a replay tells a hand-off to a person with (template._replay), its tool unnamed.
+# The words a replay tells a hand-off to a person with (heuristic/replay.py), its tool unnamed.
 _HANDED_OVER = re.compile(r"\bhanded the case to a person\b")
 # A recipe for X ("When you use X, first A; call it with …", "When you use X: call it with …")
 # pushes X itself; a lesson's "When you use X: do not …" only says where it applies.
