@@ -14,7 +14,7 @@ from hindsight_site import embedded
 from hindsight_site.env import env_int
 
 if TYPE_CHECKING:
-    from hindsight_site.launcher import Supervisor
+    from hindsight_site.supervisor import Supervisor
 
 
 @dataclass

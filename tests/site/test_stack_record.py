@@ -9,7 +9,7 @@ import sys
 import time
 
 from hindsight_site import embedded
-from hindsight_site.launcher import STACK_FILE, take_over, write_stack
+from hindsight_site.supervisor import STACK_FILE, take_over, write_stack
 
 
 def sleeper() -> subprocess.Popen[bytes]:

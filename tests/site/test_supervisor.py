@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hindsight_site.launcher import Supervisor
+from hindsight_site.supervisor import Supervisor
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 
