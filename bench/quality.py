@@ -1,8 +1,8 @@
 """What the memory learns from real agent runs, against plain search over the raw tasks.
 
     .venv/bin/python bench/quality.py [--dataset hotpotqa|webshop|both|tau|all] [--tau FILE]
-                                      [--slice N] [--keep DIR] [--misses] [--without-declarations]
-                                      [--answers DIR]
+                                      [--slice [DATASET=]N] [--keep DIR] [--misses]
+                                      [--without-declarations] [--answers DIR]
 
 Public runs by others (../shared/datasets, converted by bench/datasets) go through the product
 as a user's would: a fresh site (`hindsight run` on a temp data dir, offline reviewer and local
@@ -363,6 +363,17 @@ def _before_first_write(api: Api, db: Db, data: Split, project: int, dataset: st
     return figures
 
 
+def _slice(text: str) -> tuple[str | None, int]:
+    """`--slice N` (every dataset) or `--slice DATASET=N` (that one)."""
+    name, _, size = text.rpartition("=")
+    if name and name not in ("hotpotqa", "webshop", "tau"):
+        raise argparse.ArgumentTypeError(f"no dataset {name!r} (hotpotqa, webshop, tau)")
+    try:
+        return name or None, int(size)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{size!r} is not a number") from None
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", choices=["hotpotqa", "webshop", "both", "tau", "all"],
@@ -377,8 +388,11 @@ def main(argv: list[str] | None = None) -> dict:
         help="send τ-bench transcripts without their tool schemas (the reviewer infers read-only "
         "calls from behaviour and names alone)",
     )  # fmt: skip
-    parser.add_argument("--slice", type=int, default=None,
-                        help="HotpotQA: first N questions; WebShop: first N episodes")  # fmt: skip
+    parser.add_argument(
+        "--slice", type=_slice, action="append", default=[], metavar="[DATASET=]N",
+        help="HotpotQA: first N questions; WebShop: first N episodes; τ-bench: first N tasks "
+        "(DATASET=N for one dataset only; repeat for several)",
+    )  # fmt: skip
     parser.add_argument("--keep", type=Path, default=None, help="data dir to keep (default: temp)")
     parser.add_argument(
         "--answers", type=Path, default=None,
@@ -415,7 +429,9 @@ def main(argv: list[str] | None = None) -> dict:
         projects = []
         try:
             for name in datasets:
-                data = split(name, args.slice, args.tau, not args.without_declarations)
+                slices = dict(args.slice)
+                size = slices.get(name, slices.get(None))
+                data = split(name, size, args.tau, not args.without_declarations)
                 result[name], project = evaluate(site, base, data, args.misses)
                 projects.append(project)
             if args.dataset != "tau":  # the gold set labels HotpotQA and WebShop runs

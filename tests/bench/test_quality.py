@@ -17,16 +17,31 @@ def test_the_offline_reviewer_agrees_with_the_gold_set():
     assert figures["kappa"] >= 0.6
 
 
-# Each runs bench/quality.py, which starts `hindsight run` on a fresh data dir.
+# They read one run of bench/quality.py, which starts `hindsight run` on a fresh data dir.
 launcher = pytest.mark.launcher
 
 
 @pytest.fixture(scope="module")
-def slice_figures():
-    # 8 HotpotQA questions (40 runs) and the first 60 WebShop episodes, through a fresh site.
-    hotpotqa = quality.main(["--dataset", "hotpotqa", "--slice", "8"])["hotpotqa"]
-    webshop = quality.main(["--dataset", "webshop", "--slice", "60"])["webshop"]
-    return {"hotpotqa": hotpotqa, "webshop": webshop}
+def all_figures(tmp_path_factory) -> dict:
+    """One fresh site for the three datasets: 8 HotpotQA questions (40 runs), the first 60
+    WebShop episodes, and τ-bench-shaped transcripts of another domain (below)."""
+    # τ-bench's own file is not shipped; the same shape, through the same import path: short
+    # successes (2 tool calls) get a short review instead of being skipped, and a new run of a
+    # task recalls the earlier runs of that task.
+    episodes = [
+        tau_episode(task, trial, 0.0 if (task, trial) == (1, 1) else 1.0)
+        for task in range(3)
+        for trial in range(4)
+    ]
+    path = tmp_path_factory.mktemp("tau") / "gpt-4o-airline.json"
+    path.write_text(json.dumps(episodes))
+    return quality.main(["--dataset", "all", "--tau", str(path),
+                         "--slice", "hotpotqa=8", "--slice", "webshop=60"])  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def slice_figures(all_figures) -> dict:
+    return {name: all_figures[name] for name in ("hotpotqa", "webshop")}
 
 
 @launcher
@@ -105,19 +120,8 @@ def tau_episode(task_id: int, trial: int, reward: float) -> dict:
 
 
 @launcher
-def test_transcripts_of_another_domain_are_imported_reviewed_and_recalled(tmp_path):
-    # τ-bench's own file is not shipped; the same shape, through the same import path: short
-    # successes (2 tool calls) get a short review instead of being skipped, and a new run of a
-    # task recalls the earlier runs of that task.
-    episodes = [
-        tau_episode(task, trial, 0.0 if (task, trial) == (1, 1) else 1.0)
-        for task in range(3)
-        for trial in range(4)
-    ]
-    path = tmp_path / "gpt-4o-airline.json"
-    path.write_text(json.dumps(episodes))
-
-    figures = quality.main(["--dataset", "tau", "--tau", str(path)])["tau"]
+def test_transcripts_of_another_domain_are_imported_reviewed_and_recalled(all_figures):
+    figures = all_figures["tau"]
 
     assert figures["review"]["review_status"] == {"reviewed": 12}
     assert figures["review"]["yield"] == 1.0
