@@ -24,62 +24,47 @@ def oom(site):
     )
 
 
-def test_it_lists_its_three_tools(site):
-    async def names(client):
-        return sorted(tool.name for tool in (await client.list_tools()).tools)
-
-    assert session(recall_server_command(), site.env(), names) == [
-        "check_tool_call", "recall", "recall_feedback",
-    ]  # fmt: skip
-
-
-def test_recall_answers_the_prompt_block_and_the_items(site, oom):
-    async def recall(client):
-        return await client.call_tool(
-            "recall", {"task": "The api container keeps restarting", "environment": ["docker"]}
-        )
-
-    result = session(recall_server_command(), site.env(), recall)
-
-    assert not result.is_error
-    assert ADVICE in result.content[0].text
-    structured = result.structured_content
-    assert [item["experience_id"] for item in structured["items"]] == [oom.pk]
-    assert f"(recall id {structured['recall_id']})" in result.content[0].text
-
-
-def test_recall_feedback_counts_a_helpful_item(site, oom):
-    async def recall_then_feedback(client):
-        recall = await client.call_tool("recall", {"task": "The api container keeps restarting"})
-        recall_id = recall.structured_content["recall_id"]
-        return await client.call_tool(
-            "recall_feedback", {"recall_id": recall_id, "helpful": [oom.pk]}
-        )
-
-    result = session(recall_server_command(), site.env(), recall_then_feedback)
-
-    assert not result.is_error
-    oom.refresh_from_db()
-    assert oom.upvotes == 1
-
-
-def test_check_tool_call_warns_of_a_frequent_failure(site):
+def test_one_session_lists_its_tools_recalls_takes_feedback_and_warns(site, oom):
+    """The three tools in one stdio session (each session starts `manage.py mcp_server`)."""
     make_failure_pattern(
         site.project, tool="kubectl_delete", arguments={"namespace": "prod", "force": True},
         error="forbidden: <path>", instead="use a dry run first", occurrences=4,
     )  # fmt: skip
 
-    async def check(client):
-        return (
-            await client.call_tool(
-                "check_tool_call",
-                {"tool": "kubectl_delete", "arguments": {"namespace": "dev", "force": True}},
-            ),
-            await client.call_tool("check_tool_call", {"tool": "ls", "arguments": {"path": "/"}}),
+    async def use_every_tool(client):
+        names = sorted(tool.name for tool in (await client.list_tools()).tools)
+        recall = await client.call_tool(
+            "recall", {"task": "The api container keeps restarting", "environment": ["docker"]}
         )
+        feedback = await client.call_tool(
+            "recall_feedback",
+            {"recall_id": recall.structured_content["recall_id"], "helpful": [oom.pk]},
+        )
+        risky = await client.call_tool(
+            "check_tool_call",
+            {"tool": "kubectl_delete", "arguments": {"namespace": "dev", "force": True}},
+        )
+        harmless = await client.call_tool(
+            "check_tool_call", {"tool": "ls", "arguments": {"path": "/"}}
+        )
+        return names, recall, feedback, risky, harmless
 
-    risky, harmless = session(recall_server_command(), site.env(), check)
+    names, recall, feedback, risky, harmless = session(
+        recall_server_command(), site.env(), use_every_tool
+    )
 
+    assert names == ["check_tool_call", "recall", "recall_feedback"]
+    # recall: the prompt block and the items
+    assert not recall.is_error
+    assert ADVICE in recall.content[0].text
+    structured = recall.structured_content
+    assert [item["experience_id"] for item in structured["items"]] == [oom.pk]
+    assert f"(recall id {structured['recall_id']})" in recall.content[0].text
+    # recall_feedback counts a helpful item
+    assert not feedback.is_error
+    oom.refresh_from_db()
+    assert oom.upvotes == 1
+    # check_tool_call warns of a frequent failure, and only of it
     assert "failed 4 times" in risky.content[0].text and "dry run" in risky.content[0].text
     assert len(risky.structured_content["warnings"]) == 1
     assert harmless.content[0].text == "No frequent failure pattern matches this call."

@@ -243,6 +243,7 @@ def test_without_a_replica_every_read_and_write_goes_to_the_primary():
         ReplicaReadMiddleware(lambda request: None)
 
 
+@pytest.mark.launcher  # `hindsight run` on the primary and the replica
 def test_recall_reads_the_replica_and_logs_on_the_primary(site):
     _, first = site.ingest_and_distil("replica-a", TASK_A)
     site.replica.catch_up()
@@ -274,6 +275,7 @@ def test_recall_reads_the_replica_and_logs_on_the_primary(site):
     assert second in _ids(site.recall(TASK_B))
 
 
+@pytest.mark.launcher  # `hindsight run` on the primary and the replica
 def test_a_browser_that_posted_reads_its_own_writes_while_others_read_the_replica(site):
     trace_id, _ = site.ingest_and_distil("replica-c", TASK_C)
     site.replica.catch_up()
@@ -315,6 +317,7 @@ def test_a_browser_that_posted_reads_its_own_writes_while_others_read_the_replic
     assert reason in _inspector(reader, site, trace_id)
 
 
+@pytest.mark.launcher  # `hindsight run` on the primary and the replica
 def test_recall_and_pages_keep_working_when_the_replica_stops(site):
     trace_id, experience = site.ingest_and_distil("replica-d", TASK_D)
     site.replica.catch_up()

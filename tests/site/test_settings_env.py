@@ -260,6 +260,7 @@ def test_importing_the_settings_and_the_celery_app_starts_and_writes_nothing(tmp
     assert threads == 1
 
 
+@pytest.mark.slow  # initialises and starts an embedded PostgreSQL of its own
 def test_an_entry_point_prepares_the_data_dir_its_secret_and_the_services(tmp_path):
     data_dir = tmp_path / "site"
     code = (
