@@ -26,7 +26,7 @@ test: $(STAMP_TEST) $(STAMP_NODE) $(STAMP_TS)
 # slow property or migration tests, no framework integrations (CI and `make test` run everything).
 check: $(STAMP_TEST)
 	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile \
-		-m "not worker and not launcher and not browser and not slow" --ignore=tests/integrations $(PYTEST_ARGS)
+		-m "not worker and not launcher and not browser and not slow" --ignore=tests/clients/integrations $(PYTEST_ARGS)
 
 # mypy loads the settings (django-stubs): importing them starts and writes nothing
 lint: $(STAMP_TEST)

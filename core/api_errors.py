@@ -19,5 +19,5 @@ BODY_ERRORS = (400, 413)
 
 def errors(*statuses: int) -> dict[int, type[ErrorOut]]:
     """The error statuses of an operation for its `response=` (the OpenAPI schema documents
-    them; tests/fuzz checks that no other status is answered)."""
+    them; tests/hindsight_site/test_api_*.py check that no other status is answered)."""
     return {status: ErrorOut for status in sorted({*_ALWAYS, *statuses})}

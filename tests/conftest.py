@@ -6,7 +6,6 @@ the root conftest."""
 
 import itertools
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 import redis as redis_lib
@@ -28,16 +27,18 @@ pytest_plugins = [
     "tests.support.personas",
     "tests.support.trajectories",
     "tests.support.experiences",
+    "tests.support.browser_fixtures",
 ]
 
 _ids = itertools.count(1)
-BROWSER_TESTS = Path(__file__).resolve().parent / "browser"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test under tests/browser/ drives Chromium: marked `browser` (`-m "not browser"`)."""
+    """Every test that drives Chromium is marked `browser` (`-m "not browser"`): those that use
+    pytest-playwright's `browser` (through `page`, `context` or `new_context`). They live in
+    files named test_*_browser.py (tests/hindsight_site/test_tests_layout.py checks it)."""
     for item in items:
-        if BROWSER_TESTS in Path(item.path).parents:
+        if "browser" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
 
 

@@ -2,7 +2,7 @@
 API's lists, the library's pages, one experience), detail (the detail page), merges (the
 proposal queue, word diffs, the merge history), kb (the knowledge-base page) and stats. Every
 dashboard list reads a fixed number of queries whatever its length (asserted in
-tests/experience_pages).
+tests/experiences/views).
 
 Every read is also importable from here (`from experiences import selectors`), as the API and
 the views do.

@@ -100,7 +100,7 @@ def failure_pattern_list(
 
 # ---------------------------------------------------------------------------- dashboard: library
 # Every list below reads a fixed number of queries whatever its length (asserted in
-# tests/experience_pages).
+# tests/experiences/views).
 
 LIBRARY_DEFER = ("embedding", "path", "task")
 

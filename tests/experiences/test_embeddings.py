@@ -86,7 +86,7 @@ def test_a_distilled_scene_matches_the_recall_that_repeats_it(project, make_key,
     """Distillation embeds scenes in batches, recall embeds the query alone: asked the same
     scene, recall sees similarity 1."""
     from hindsight_site.review_tasks import review_trace
-    from tests.experiences.trajectories import seed_000_body
+    from tests.support.pipeline_trajectories import seed_000_body
     from traces.schemas import TraceIn
     from traces.services.ingest import trace_ingest
 
@@ -173,7 +173,7 @@ def test_the_whole_request_is_embedded_not_its_150_character_summary(project, ma
     """Two requests that read alike for 150 characters and differ after: each finds its own
     experience first, with similarity 1 (their summaries alone would have one vector)."""
     from hindsight_site.review_tasks import review_trace
-    from tests.experiences.trajectories import seed_000_body
+    from tests.support.pipeline_trajectories import seed_000_body
     from traces.schemas import TraceIn
     from traces.services.ingest import trace_ingest
 

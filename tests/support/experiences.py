@@ -74,7 +74,7 @@ def make_proposal(db) -> Callable[..., MergeProposal]:
 @pytest.fixture
 def run_queued_rebuild(db) -> Iterator[Callable[[Project], str]]:
     """Take the KB rebuild task the page queued from Redis and run it here, as a worker would
-    (the task function itself; tests/experience_pages/test_kb_rebuild.py also runs a real one)."""
+    (the task function itself; tests/experiences/views/test_kb_rebuild.py also runs a real one)."""
     projects: list[Project] = []
 
     def run(project: Project) -> str:

@@ -5,7 +5,7 @@ behaviour ("ok", "500", "429", "timeout", "invalid_json", "wrong_indexes", "miss
 
 With `agent` set (a list of `AgentTurn`), it plays an agent's model instead: a request whose
 conversation holds n tool results is answered with turn n, a tool call or the final text, so
-every run of the same script makes the same calls (tests/integrations/). Tests in another
+every run of the same script makes the same calls (tests/clients/integrations/). Tests in another
 language script it over HTTP: `POST /v1/test/agent-script` with `{"task", "turns": [{"tool",
 "arguments"} | {"text"}]}` plays those turns for conversations whose first user message is
 `task`, and `GET /v1/test/chat-requests` lists the chat requests received so far. The same

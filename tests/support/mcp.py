@@ -1,6 +1,6 @@
 """The MCP tests' command lines and sessions: the capture proxy (and wiretaps) between the `mcp`
-package's stdio client and the toy server (tests/mcp/toy_server.py), the recall server, and the
-live site they report to."""
+package's stdio client and the toy server (tests/experiences/mcp/toy_server.py), the recall
+server, and the live site they report to."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tests.support.worker import worker_database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 # The toy MCP server and the wiretap are scripts of the MCP tests.
-HERE = ROOT / "tests" / "mcp"
+HERE = ROOT / "tests" / "experiences" / "mcp"
 TOY_SERVER = [sys.executable, str(HERE / "toy_server.py")]
 
 

@@ -23,8 +23,8 @@ def make_user(username: str, *, superuser: bool = False):
 
 @pytest.fixture
 def fast_passwords(settings) -> None:
-    """The default hasher is slow on purpose; folders whose tests make personas in every test
-    use this one (their conftest makes it autouse)."""
+    """The default hasher is slow on purpose; the page test modules, whose tests make personas
+    in every test, use this one (`pytestmark = pytest.mark.usefixtures("fast_passwords")`)."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
