@@ -16,16 +16,17 @@ run: $(STAMP_RUN) $(STAMP_NODE)
 	$(VENV)/bin/hindsight run
 
 # One test process per core (pytest-xdist), each on embedded services of its own
-# (.hindsight/test-gw0, ...); the tests of one file stay in one process (their fixtures).
+# (.hindsight/test-gw0, ...); the tests of one file stay in one process (their fixtures), and
+# the files are dealt in the suite's order: the long ones first (tests/support/ordering.py).
 # PYTEST_WORKERS=0 runs them in this process, one after the other.
 PYTEST_WORKERS ?= auto
 test: $(STAMP_TEST) $(STAMP_NODE) $(STAMP_TS)
-	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The quick tier while working: no browser, no `hindsight run`, no Celery worker process, no
 # slow property or migration tests, no framework integrations (CI and `make test` run everything).
 check: $(STAMP_TEST)
-	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile \
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder \
 		-m "not worker and not launcher and not browser and not slow" --ignore=tests/clients/integrations $(PYTEST_ARGS)
 
 # mypy loads the settings (django-stubs): importing them starts and writes nothing

@@ -28,6 +28,7 @@ pytest_plugins = [
     "tests.support.trajectories",
     "tests.support.experiences",
     "tests.support.browser_fixtures",
+    "tests.support.ordering",
 ]
 
 _ids = itertools.count(1)
