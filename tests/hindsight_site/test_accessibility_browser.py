@@ -51,9 +51,10 @@ def describe(page_name: str, violations: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize(
-    ("width", "scheme"), [(1440, "light"), (390, "light"), (1440, "dark"), (390, "dark")]
-)
+# Each colour scheme once and each width once: colour contrast changes with the scheme, not the
+# width, and what the phone's layout hides or folds changes with the width, not the scheme (the
+# four pairs cost twice the time).
+@pytest.mark.parametrize(("width", "scheme"), [(1440, "light"), (390, "dark")])
 def test_no_page_has_a_serious_accessibility_violation(
     browser, live_server, login, admin_user, dashboard, shot, width, scheme  # noqa: F811
 ):  # fmt: skip
