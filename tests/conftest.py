@@ -43,6 +43,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.browser)
 
 
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings) -> None:
+    """Django's default hasher is slow on purpose (0.8 s a password on this machine kind), and
+    most tests make a user: they hash with a fast one, as Django advises for test suites. The
+    sites the launcher tests start keep the real hasher."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _clean_broker() -> None:
     # Redis keeps its AOF between runs; tasks left by an earlier run must not leak into this one.

@@ -5,8 +5,6 @@ import pytest
 from accounts.models import Membership
 from tests.support.personas import make_user
 
-pytestmark = pytest.mark.usefixtures("fast_passwords")
-
 PAGES = ["/traces/", "/queue/", "/stats/", "/audit/", "/settings/"]
 
 

@@ -10,7 +10,7 @@ import pytest
 from core.pagination import encode_cursor, newer_page, paginate_by_id
 from traces.models import Trace
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_passwords")]
+pytestmark = pytest.mark.django_db
 HTMX = {"HX-Request": "true"}
 
 

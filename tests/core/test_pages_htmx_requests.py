@@ -3,8 +3,6 @@ back button after hx-push-url whose page left htmx's cache), and Vary: HX-Reques
 
 import pytest
 
-pytestmark = pytest.mark.usefixtures("fast_passwords")
-
 HTMX = {"HX-Request": "true"}
 RESTORE = {"HX-Request": "true", "HX-History-Restore-Request": "true"}
 

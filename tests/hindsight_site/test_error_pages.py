@@ -6,7 +6,7 @@ from django.core.exceptions import PermissionDenied
 from django.test import RequestFactory
 from django.views.defaults import permission_denied, server_error
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_passwords")]
+pytestmark = pytest.mark.django_db
 
 
 def test_an_unknown_page_is_a_styled_404_with_the_navigation(client_for, reviewer, settings):

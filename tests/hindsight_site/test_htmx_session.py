@@ -2,13 +2,10 @@
 401 the page acts on (not the sign-in page swapped into a step), and signing in again in place
 answers JSON with the rotated CSRF token, through the sign-in page's throttle."""
 
-import pytest
 from django.test import Client
 
 from tests.support.personas import PASSWORD
 from traces.models import Step
-
-pytestmark = pytest.mark.usefixtures("fast_passwords")
 
 HTMX = {"HX-Request": "true"}
 

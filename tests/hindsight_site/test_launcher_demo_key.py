@@ -8,7 +8,7 @@ from accounts.auth import api_key_lookup
 from accounts.services.api_keys import api_key_revoke
 from hindsight_site.launcher import ensure_demo_key
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_passwords")]
+pytestmark = pytest.mark.django_db
 
 
 def test_the_demo_key_has_ingest_and_recall_only(tmp_path):

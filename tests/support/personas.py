@@ -22,13 +22,6 @@ def make_user(username: str, *, superuser: bool = False):
 
 
 @pytest.fixture
-def fast_passwords(settings) -> None:
-    """The default hasher is slow on purpose; the page test modules, whose tests make personas
-    in every test, use this one (`pytestmark = pytest.mark.usefixtures("fast_passwords")`)."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture
 def other_project(make_project) -> Project:
     return make_project("elsewhere")
 

@@ -19,8 +19,7 @@ WAIT = "Too many failed sign-ins: wait"
 
 
 @pytest.fixture
-def account(db, settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast
+def account(db):
     name = f"ana-{time.monotonic_ns()}"  # fresh counters in the shared Redis
     User.objects.create_user(name, password="right-password", is_staff=True, is_superuser=True)
     return name

@@ -2,14 +2,11 @@
 a one-time password that must be changed before anything else, an admin resetting a member's
 password (only where that reaches no other project), projects created from the settings."""
 
-import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
 from accounts.models import AuditEvent, Membership, PasswordChangeDue, Project
 from tests.support.personas import PASSWORD, make_user
-
-pytestmark = pytest.mark.usefixtures("fast_passwords")
 
 NEW = "a-brand-new-long-password-7"
 

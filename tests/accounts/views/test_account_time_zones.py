@@ -10,7 +10,7 @@ from django.utils import timezone
 from accounts.models import AccountSettings
 from traces.models import Trace
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_passwords")]
+pytestmark = pytest.mark.django_db
 
 NOON_UTC = datetime(2026, 12, 3, 12, 0, 5, tzinfo=UTC)
 

@@ -8,7 +8,7 @@ from accounts.selectors.audit import audit_list
 from accounts.services.audit import audit_event
 from experiences.services import curation
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_passwords")]
+pytestmark = pytest.mark.django_db
 HTMX = {"HX-Request": "true"}
 
 

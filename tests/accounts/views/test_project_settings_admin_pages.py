@@ -1,13 +1,9 @@
 """Audit log and project settings (members, API keys): admins only."""
 
-import pytest
-
 from accounts.auth import api_key_lookup
 from accounts.models import ApiKey, AuditEvent, Membership
 from accounts.services.api_keys import api_key_create
 from tests.support.personas import make_user
-
-pytestmark = pytest.mark.usefixtures("fast_passwords")
 
 
 def test_the_audit_log_lists_the_projects_events(

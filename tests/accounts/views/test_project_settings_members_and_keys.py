@@ -10,7 +10,7 @@ from accounts.models import AuditEvent, Membership
 from accounts.services.api_keys import api_key_create
 from tests.support.personas import make_user
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_passwords")]
+pytestmark = pytest.mark.django_db
 
 
 def _password(response) -> str:

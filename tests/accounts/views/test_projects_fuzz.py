@@ -11,8 +11,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def member(project, settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def member(project):
     user = get_user_model().objects.create_user("rita", "rita@example.com", "a-long-password")
     Membership.objects.create(project=project, user=user, role=Membership.Role.REVIEWER)
     client = Client()

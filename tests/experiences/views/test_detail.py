@@ -1,13 +1,9 @@
 """One experience: advice, controls, versions, provenance, near neighbours, merges with undo."""
 
-import pytest
-
 from experiences.models import ExperienceSource
 from experiences.services.curation import experience_edit
 from experiences.services.merging import experience_merge
 from tests.support.pages import count_queries
-
-pytestmark = pytest.mark.usefixtures("fast_passwords")
 
 
 def test_it_shows_the_advice_scene_evidence_and_scope(

@@ -10,8 +10,6 @@ from experiences.models import KbArticle
 from experiences.services import kb
 from tests.support.pages import HTMX, count_queries
 
-pytestmark = pytest.mark.usefixtures("fast_passwords")
-
 
 @pytest.fixture
 def promoted(project, make_experience):

@@ -16,8 +16,6 @@ from tests.support.pages import HTMX
 from tests.support.waiting import wait_until
 from tests.support.worker import WorkerProcess, worker_database_url
 
-pytestmark = pytest.mark.usefixtures("fast_passwords")
-
 STATUS = "/kb/rebuild/status/"
 
 

@@ -7,8 +7,6 @@ from accounts.models import AuditEvent, Membership
 from experiences.models import Experience, ExperienceVersion, ExperienceVote
 from tests.support.pages import HTMX, count_queries
 
-pytestmark = pytest.mark.usefixtures("fast_passwords")
-
 # ---------------------------------------------------------------------------- the list
 
 

@@ -11,7 +11,7 @@ from experiences.models import Experience, RecallLog
 from tests.support.pages import HTMX
 from traces import known_values
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_passwords")]
+pytestmark = pytest.mark.django_db
 
 
 def _scope_url(experience: Experience) -> str:

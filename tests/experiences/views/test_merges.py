@@ -10,8 +10,6 @@ from experiences.selectors import advice_diff
 from experiences.services.merging import experience_merge
 from tests.support.pages import HTMX, count_queries
 
-pytestmark = pytest.mark.usefixtures("fast_passwords")
-
 
 @pytest.fixture
 def pair(project, make_experience, make_proposal):

@@ -4,7 +4,7 @@ import pytest
 
 from experiences.models import RecallLog
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_passwords")]
+pytestmark = pytest.mark.django_db
 
 
 def test_stats_page_loads_the_experience_statistics(client_for, reviewer):

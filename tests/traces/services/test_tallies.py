@@ -16,8 +16,6 @@ from traces.models import Step, Tally, Trace
 from traces.selectors.stats import project_stats, tallies
 from traces.services.tallies import tallies_compact
 
-pytestmark = pytest.mark.usefixtures("fast_passwords")
-
 
 def counted(project: Project) -> dict[str, dict[str, int]]:
     """The label distribution by a full scan: what the tallies replace."""

@@ -3,12 +3,8 @@ row, long text a click from whole, links to each step, and errors that say what 
 
 import re
 
-import pytest
-
 from traces.models import Step
 from traces.presentation import word_diff
-
-pytestmark = pytest.mark.usefixtures("fast_passwords")
 
 
 def test_the_word_diff_keeps_the_spacing_and_marks_each_sides_words():

@@ -2,13 +2,10 @@
 
 import re
 
-import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from traces.models import Step
-
-pytestmark = pytest.mark.usefixtures("fast_passwords")
 
 
 def _get(client, path: str, **headers):

@@ -11,8 +11,6 @@ from traces.models import Review, ReviewClaim, Step, Trace
 from traces.selectors.stats import label_agreement
 from traces.services.labels import LabelConflict, step_relabel
 
-pytestmark = pytest.mark.usefixtures("fast_passwords")
-
 
 def _machine_review(trace: Trace, labels: dict[int, tuple[str, str, float | None]], **fields):
     return Review.objects.create(

@@ -4,14 +4,11 @@ anyway, and that choice in the audit log (once per claim)."""
 
 from datetime import timedelta
 
-import pytest
 from django.utils import timezone
 
 from accounts.models import AuditEvent
 from traces.models import ReviewClaim, Step
 from traces.services.review_claims import claim_next
-
-pytestmark = pytest.mark.usefixtures("fast_passwords")
 
 HTMX = {"HX-Request": "true"}
 

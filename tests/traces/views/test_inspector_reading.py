@@ -14,8 +14,6 @@ from tests.support.personas import make_user
 from traces.models import Review, Step, Trace
 from traces.services import labels
 
-pytestmark = pytest.mark.usefixtures("fast_passwords")
-
 # ---------------------------------------------------------------------------- the trajectory
 
 SYSTEM_PROMPT = "\n\n".join(

@@ -5,8 +5,6 @@ import pytest
 from accounts.models import AuditEvent
 from traces.models import Step, Trace
 
-pytestmark = pytest.mark.usefixtures("fast_passwords")
-
 
 def _relabel(client, trace, index=0, *, label="redundant", version=1, reason="", htmx=True):
     return client.post(

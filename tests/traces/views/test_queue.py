@@ -2,7 +2,6 @@
 
 from datetime import timedelta
 
-import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -10,8 +9,6 @@ from django.utils import timezone
 from accounts.models import AuditEvent
 from traces.models import ReviewClaim, Step
 from traces.services.review_claims import claim_next
-
-pytestmark = pytest.mark.usefixtures("fast_passwords")
 
 
 def test_it_lists_traces_needing_a_person_most_doubtful_first(

@@ -4,13 +4,10 @@ another reviewer holds the trajectory, it is refused saying why."""
 
 from datetime import timedelta
 
-import pytest
 from django.utils import timezone
 
 from accounts.models import AuditEvent
 from traces.models import ReviewClaim, Step
-
-pytestmark = pytest.mark.usefixtures("fast_passwords")
 
 
 def finished(client, trace):

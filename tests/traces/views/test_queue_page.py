@@ -3,7 +3,6 @@
 import re
 from datetime import timedelta
 
-import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -11,8 +10,6 @@ from django.utils import timezone
 from accounts.models import AuditEvent, Project
 from traces.models import ReviewClaim, Step
 from traces.services.review_claims import claim_next
-
-pytestmark = pytest.mark.usefixtures("fast_passwords")
 
 HTMX = {"HX-Request": "true"}
 

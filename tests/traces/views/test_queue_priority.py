@@ -4,15 +4,12 @@ however many trajectories wait."""
 
 from io import StringIO
 
-import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from traces.models import Step, Trace
 from traces.selectors.queue import QueueReason, queue_candidates
-
-pytestmark = pytest.mark.usefixtures("fast_passwords")
 
 
 def priority(trace: Trace) -> int | None:

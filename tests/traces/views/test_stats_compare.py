@@ -2,12 +2,8 @@
 
 import json
 
-import pytest
-
 from traces.models import Step
 from traces.selectors.stats import cohen_kappa
-
-pytestmark = pytest.mark.usefixtures("fast_passwords")
 
 
 def test_cohen_kappa_matches_the_textbook():

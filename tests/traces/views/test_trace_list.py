@@ -1,12 +1,9 @@
 """The trace list: filters, search, keyset pages, counts, empty states, htmx partial."""
 
-import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from traces.models import Step, Trace
-
-pytestmark = pytest.mark.usefixtures("fast_passwords")
 
 
 def _queries(client, path: str) -> int:

@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from accounts.services.api_keys import api_key_create
 from tests.support.api import ApiClient
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_passwords")]
+pytestmark = pytest.mark.django_db
 HTMX = {"HX-Request": "true"}
 
 
