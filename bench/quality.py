@@ -413,6 +413,7 @@ def main(argv: list[str] | None = None) -> dict:
         if not args.tau or not args.tau.is_file():
             parser.error(f"--dataset {args.dataset} needs --tau FILE (sierra-research/tau-bench's "
                          "historical_trajectories/gpt-4o-airline.json, say)")  # fmt: skip
+    slices = dict(args.slice)  # dataset (None: every one) -> how many groups
     datasets = {"both": ["hotpotqa", "webshop"], "all": ["hotpotqa", "webshop", "tau"]}.get(
         args.dataset, [args.dataset]
     )
@@ -429,7 +430,6 @@ def main(argv: list[str] | None = None) -> dict:
         projects = []
         try:
             for name in datasets:
-                slices = dict(args.slice)
                 size = slices.get(name, slices.get(None))
                 data = split(name, size, args.tau, not args.without_declarations)
                 result[name], project = evaluate(site, base, data, args.misses)

@@ -75,7 +75,7 @@ class _Labelling:
     roots: list[tuple[StepView, str, float]] = field(default_factory=list)  # of the walk back
     necessary: dict[int, tuple[str, float]] = field(default_factory=dict)
     misleading: dict[int, tuple[str, float]] = field(default_factory=dict)
-    by_index: dict[int, StepView] = field(default_factory=dict)
+    by_index: dict[int, StepView] = field(default_factory=dict)  # the steps by their index
 
     @classmethod
     def of(cls, request: ReviewRequest) -> "_Labelling":
@@ -86,6 +86,7 @@ class _Labelling:
             last_call=calls[-1] if calls else None, failed_run=outcome == "failure",
             partial_run=outcome == "partial", succeeded=counts_as_success(outcome),
             answer=request.trace.final_answer.strip().lower(),
+            by_index={s.index: s for s in request.steps},
         )  # fmt: skip
 
     def judge(self, step: StepView, label: Label, reason: str, confidence: float) -> None:
@@ -97,8 +98,6 @@ class _Labelling:
 
     def step(self, index: int) -> StepView:
         """A step by its index (the walk back asks once per link: a dict, not a scan)."""
-        if not self.by_index:
-            self.by_index = {s.index: s for s in self.steps}
         return self.by_index[index]
 
 
