@@ -118,3 +118,38 @@ def _proc_table() -> dict[int, tuple[int, float, str]]:
             cmdline,
         )
     return table
+
+
+# ---------------------------------------------------------------------------- where the CPU goes
+
+
+def cpu_by_group(site: Site) -> dict[str, float]:
+    """CPU seconds used so far by the launcher's web, worker, Redis, PostgreSQL and this client."""
+    if not Path("/proc/self/stat").exists():
+        return {}
+    table = _proc_table()
+    launcher = site.process.pid if site.process else -1
+    postmaster_flag = f"-D {site.data_dir.resolve() / 'postgres'}"
+    groups: dict[str, float] = {}
+    for pid, (_, seconds, cmdline) in table.items():
+        group = None
+        ancestor: int | None = pid
+        while ancestor and ancestor in table and group is None:
+            parent, _, line = table[ancestor]
+            if ancestor == os.getpid():
+                group = "client"
+            elif postmaster_flag in line:
+                group = "postgres"
+            elif ancestor == launcher:
+                group = "launcher" if pid == launcher else _launcher_child_group(cmdline)
+            ancestor = parent
+        if group:
+            groups[group] = groups.get(group, 0.0) + seconds
+    return groups
+
+
+def _launcher_child_group(cmdline: str) -> str:
+    for needle, group in (("gunicorn", "web"), ("celery", "worker"), ("redis-server", "redis")):
+        if needle in cmdline:
+            return group
+    return "launcher"

@@ -37,7 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.common import Site, _proc_table, free_port, percentile  # noqa: E402
+from bench.common import Site, cpu_by_group, free_port, percentile  # noqa: E402
 from bench.trajectories import STEPS_PER_TRACE, batch_bodies, trajectory  # noqa: E402
 
 __all__ = ["main", "trajectory"]  # trajectory: bench/review.py takes it from here
@@ -125,41 +125,6 @@ def _otlp_rejected(answer: bytes) -> int:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
     return ExportTraceServiceResponse.FromString(answer).partial_success.rejected_spans
-
-
-# ---------------------------------------------------------------------------- where the CPU goes
-
-
-def cpu_by_group(site: Site) -> dict[str, float]:
-    """CPU seconds used so far by the launcher's web, worker, Redis, PostgreSQL and this client."""
-    if not Path("/proc/self/stat").exists():
-        return {}
-    table = _proc_table()
-    launcher = site.process.pid if site.process else -1
-    postmaster_flag = f"-D {site.data_dir.resolve() / 'postgres'}"
-    groups: dict[str, float] = {}
-    for pid, (_, seconds, cmdline) in table.items():
-        group = None
-        ancestor: int | None = pid
-        while ancestor and ancestor in table and group is None:
-            parent, _, line = table[ancestor]
-            if ancestor == os.getpid():
-                group = "client"
-            elif postmaster_flag in line:
-                group = "postgres"
-            elif ancestor == launcher:
-                group = "launcher" if pid == launcher else _launcher_child_group(cmdline)
-            ancestor = parent
-        if group:
-            groups[group] = groups.get(group, 0.0) + seconds
-    return groups
-
-
-def _launcher_child_group(cmdline: str) -> str:
-    for needle, group in (("gunicorn", "web"), ("celery", "worker"), ("redis-server", "redis")):
-        if needle in cmdline:
-            return group
-    return "launcher"
 
 
 # ---------------------------------------------------------------------------- main

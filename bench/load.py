@@ -36,8 +36,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.common import Site, free_port, percentile  # noqa: E402
-from bench.ingest import cpu_by_group  # noqa: E402
+from bench.common import (  # noqa: E402
+    Site,
+    cpu_by_group,  # noqa: E402
+    free_port,
+    percentile,
+)
 from bench.trajectories import TASKS, trajectory  # noqa: E402
 
 DRAIN_TIMEOUT = 600

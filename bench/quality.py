@@ -49,107 +49,23 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.common import Site, free_port  # noqa: E402
-from bench.datasets import Run, hotpotqa, tau, webshop  # noqa: E402
-from bench.gold import LABELS  # noqa: E402
+from bench.datasets import Run  # noqa: E402
 from bench.judged import judged_figures  # noqa: E402
 from bench.lesson_quality import lesson_figures, right_tools_first  # noqa: E402
+from bench.quality_report import print_figures  # noqa: E402
 from bench.ranking import Dense, K, TfIdf, ranking_figures  # noqa: E402
 from bench.review_quality import advice_problems, gold_figures, review_figures  # noqa: E402
 from bench.site_api import Api, Db, create_key  # noqa: E402
+from bench.splits import ENVIRONMENT, TOOLS, Split, family, slice_arg, split, unseen_split  # noqa: E402
 
 __all__ = ["advice_problems", "main"]  # advice_problems: tests/bench check it through here
-
-TOOLS = {"hotpotqa": ["Search", "Lookup", "Finish"], "webshop": ["search", "click"]}
-ENVIRONMENT = {"hotpotqa": ["wikipedia"], "webshop": ["webshop"]}
-
-
-# ---------------------------------------------------------------------------- splits
-
-
-@dataclass
-class Split:
-    dataset: str
-    history: list[Run]
-    probes: list[Run]
-    extra: list[Run] = field(default_factory=list)  # ingested after probing (gold runs, stats)
-    # What the agent sends with its recall when the dataset says it (else TOOLS / ENVIRONMENT).
-    tools: list[str] = field(default_factory=list)
-    environment: list[str] = field(default_factory=list)
-
-
-def family(run: Run) -> str:
-    """The run's task family by the dataset's gold (what a never-seen task is relevant to)."""
-    if run.dataset == "tau":  # the writes the checker expects
-        needed = {a["name"] for a in run.meta.get("gold_actions", [])} & set(run.meta["writes"])
-        return ",".join(sorted(needed)) or "none"
-    if run.dataset == "hotpotqa":
-        answer = run.meta.get("gold_answer", "").strip().lower()
-        if answer in ("yes", "no"):
-            return "yes/no"
-        return "number" if re.search(r"\d", answer) else "name"
-    return run.group
-
-
-def unseen_split(data: Split) -> Split | None:
-    """Every fifth group held out whole: its runs are the probes (one per group and trial 0 for
-    HotpotQA, every trial for τ-bench), the other groups' runs the history. WebShop: None (its
-    probes are unseen tasks already)."""
-    if data.dataset == "webshop":
-        return None
-    runs = data.history + data.probes
-    groups = list(dict.fromkeys(r.group for r in runs))
-    held = {g for i, g in enumerate(groups) if i % 5 == 4}
-    history = [r for r in runs if r.group not in held]
-    probes = [r for r in runs if r.group in held and (data.dataset == "tau" or r.split_key == 0)]
-    if not probes or not history:  # too few tasks to hold any out
-        return None
-    return Split(f"{data.dataset}-unseen", history, probes, tools=data.tools,
-                 environment=data.environment)  # fmt: skip
-
-
-def split(
-    dataset: str, slice_: int | None, tau_file: Path | None = None, declared_tools: bool = True
-) -> Split:
-    if dataset == "tau":
-        assert tau_file is not None
-        runs = tau.load(tau_file, declared_tools=declared_tools)
-        if slice_:
-            keep = list(dict.fromkeys(r.group for r in runs))[:slice_]
-            runs = [r for r in runs if r.group in keep]
-        # The agent's tool set and environment are what it would send with its recall.
-        tools = sorted(
-            {c["function"]["name"] for r in runs for m in r.body["messages"]
-             for c in m.get("tool_calls") or []}
-        )  # fmt: skip
-        history = [r for r in runs if r.split_key <= 2]
-        probes = [r for r in runs if r.split_key == 3]
-        return Split(dataset, history, probes, tools=tools, environment=runs[0].body["environment"])
-    if dataset == "hotpotqa":
-        runs = hotpotqa.load()
-        if slice_:
-            keep = list(dict.fromkeys(r.group for r in runs))[:slice_]
-            runs = [r for r in runs if r.group in keep]
-        history = [r for r in runs if r.split_key <= 3]
-        probes = [r for r in runs if r.split_key == 4]
-    else:
-        runs = webshop.load()
-        if slice_:
-            runs = runs[:slice_]
-        history = [r for r in runs if r.split_key % 5 != 4]
-        held = [r for r in runs if r.split_key % 5 == 4]
-        kinds = {r.group for r in history}
-        probes = [r for r in held if r.group and r.group in kinds]
-        probes_ids = {r.external_id for r in probes}
-        return Split(dataset, history, probes, [r for r in held if r.external_id not in probes_ids])
-    return Split(dataset, history, probes)
-
 
 # ---------------------------------------------------------------------------- one dataset
 
@@ -363,17 +279,6 @@ def _before_first_write(api: Api, db: Db, data: Split, project: int, dataset: st
     return figures
 
 
-def _slice(text: str) -> tuple[str | None, int]:
-    """`--slice N` (every dataset) or `--slice DATASET=N` (that one)."""
-    name, _, size = text.rpartition("=")
-    if name and name not in ("hotpotqa", "webshop", "tau"):
-        raise argparse.ArgumentTypeError(f"no dataset {name!r} (hotpotqa, webshop, tau)")
-    try:
-        return name or None, int(size)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{size!r} is not a number") from None
-
-
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", choices=["hotpotqa", "webshop", "both", "tau", "all"],
@@ -389,7 +294,7 @@ def main(argv: list[str] | None = None) -> dict:
         "calls from behaviour and names alone)",
     )  # fmt: skip
     parser.add_argument(
-        "--slice", type=_slice, action="append", default=[], metavar="[DATASET=]N",
+        "--slice", type=slice_arg, action="append", default=[], metavar="[DATASET=]N",
         help="HotpotQA: first N questions; WebShop: first N episodes; τ-bench: first N tasks "
         "(DATASET=N for one dataset only; repeat for several)",
     )  # fmt: skip
@@ -438,50 +343,7 @@ def main(argv: list[str] | None = None) -> dict:
                 result["gold"] = gold_figures(Db(site.data_dir), projects)
         finally:
             site.stop()
-    for name in datasets:
-        figures = result[name]
-        print(f"{name}: {figures['history']} history runs, {figures['probes']} probes")
-        for system in ("project", "tfidf_tasks", "minilm_tasks"):
-            f = figures[system]
-            print(f"  {system:13} hit@1 {f['hit@1']:.3f}  hit@3 {f['hit@3']:.3f}  "
-                  f"hit@5 {f['hit@5']:.3f}  MRR {f['mrr']:.3f}")  # fmt: skip
-        if "unseen" in figures:
-            f = figures["unseen"]["project"]
-            best = max(figures["unseen"][b]["hit@3"] for b in ("tfidf_tasks", "minilm_tasks"))
-            print(f"  unseen tasks: hit@3 {f['hit@3']:.3f} (best baseline {best:.3f}), right "
-                  f"tools first {figures['unseen']['right_tools_first']}")  # fmt: skip
-            later = figures["unseen"].get("before_first_write")
-            if later:
-                best = max(later[b]["hit@3"] for b in ("tfidf_tasks", "minilm_tasks"))
-                print(f"  unseen, recalled again before the first write: hit@3 "
-                      f"{later['project']['hit@3']:.3f} (best baseline {best:.3f}), right tools "
-                      f"first {later['right_tools_first']}")  # fmt: skip
-        lessons = figures["lessons"]
-        print(
-            f"  lessons: forbid read-only {lessons['forbids_read_only']} of "
-            f"{lessons['do_not_instructions']}, junk consequences "
-            f"{lessons['junk_consequences']} of {lessons['served_texts']}, other runs' "
-            f"literals {lessons['other_run_identifiers_share']}, unneeded writes "
-            f"{lessons['state_changing_unneeded_share']} (hand-offs aside "
-            f"{lessons['state_changing_unneeded_hand_offs_aside_share']}), wrong write warned "
-            f"{lessons['wrong_write_warned_share']}, block {lessons['block_chars_median']}"
-        )
-        for label, judged in (("", figures.get("judged")),
-                              (" (unseen)", figures.get("unseen", {}).get("judged"))):  # fmt: skip
-            if judged and judged.get("covered"):
-                print(
-                    f"  hand-judged{label}: {judged['covered']} of {judged['served']} served "
-                    f"items ({judged['covered_for_their_task']} for their task), helpful "
-                    f"{judged['helpful_share']}, misleading {judged['misleading_share']}"
-                )
-        review = figures["review"]
-        print(f"  yield {review['yield']:.3f} {review['yield_by_outcome']}; proposals/100 "
-              f"{review['proposals_per_100']}; problems {review['advice_problems']}")  # fmt: skip
-    if result.get("gold"):
-        gold = result["gold"]
-        print(f"gold set: {gold['steps']} steps, kappa {gold['kappa']}, " + ", ".join(
-            f"{label} P {gold[label]['precision']} R {gold[label]['recall']}" for label in LABELS
-        ))  # fmt: skip
+    print_figures(result, datasets)
     print(json.dumps(result))
     return result
 

@@ -22,6 +22,7 @@ from experiences.schemas import (
 )
 from experiences.services import kb, recall_log
 from experiences.services import recall as recall_service
+from experiences.services.recall_candidates import RecallQuery
 from experiences.services.warnings import warnings_for_call
 
 router = Router(tags=["experiences"])
@@ -69,7 +70,7 @@ def get_failure_patterns(request: HttpRequest, params: Query[FailurePatternListP
 def post_recall(request: HttpRequest, payload: RecallIn):
     """Experience for a task: rule pre-filter, vector ranking, decay; explained item by item."""
     key = require_scope(request, "recall")
-    query = recall_service.RecallQuery(**payload.model_dump())
+    query = RecallQuery(**payload.model_dump())
     result = recall_service.experience_recall(project=key.project, query=query, api_key=key)
     return {
         "id": result.log_id,

@@ -8,6 +8,7 @@ functions)."""
 
 import ast
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,37 @@ def test_the_htmx_check_sees_a_violation(tmp_path):
     view = tmp_path / "view.py"
     view.write_text("@require_POST\ndef act(request):\n    return 1 if request.htmx else 2\n")
     assert _views_reading_htmx(view) == ["view.py:act"]
+
+
+MODULE_LINES = 400  # a module longer than this is split by what its parts do
+
+
+def _long_modules(root: Path) -> dict[str, int]:
+    """Every Python module outside tests/ (the product, bench/, the clients, scripts) longer than
+    MODULE_LINES, by path: git's list of files, so a virtualenv or node_modules never counts."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.py"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    lines = {path: len((root / path).read_text().splitlines()) for path in listed}
+    return {
+        path: count
+        for path, count in lines.items()
+        if count > MODULE_LINES and not path.startswith("tests/")
+    }
+
+
+def test_no_module_is_longer_than_400_lines():
+    assert _long_modules(ROOT) == {}
+
+
+def test_the_length_check_sees_a_long_module(tmp_path):
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "long.py").write_text("x = 1\n" * (MODULE_LINES + 1))
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_long.py").write_text("x = 1\n" * (MODULE_LINES + 1))
+    subprocess.run(["git", "add", "."], cwd=tmp_path, check=True)
+    assert _long_modules(tmp_path) == {"long.py": MODULE_LINES + 1}

@@ -230,7 +230,7 @@ def test_the_finder_sees_reads_of_every_kind():
     reads = {(r.name, r.reader) for r in _environment_reads()[0]}
     assert ("HINDSIGHT_PORT", "env_int") in reads  # the launcher
     assert ("HINDSIGHT_PG_SHARED_BUFFERS", "env_size") in reads  # embedded.py
-    assert ("HINDSIGHT_RECALL_KEYWORD_ROWS", "env_int") in reads  # settings.py
+    assert ("HINDSIGHT_RECALL_KEYWORD_ROWS", "env_int") in reads  # product_settings.py
     assert ("HINDSIGHT_HNSW_EF_SEARCH", "env_int") in reads  # inside an f-string
     assert ("DATABASE_URL", "os.environ.get") in reads
     assert ("HINDSIGHT_URL", "os.environ.get") in reads  # mcp_server

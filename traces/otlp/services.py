@@ -10,6 +10,8 @@ adds nothing) and become one trajectory, in start-time order, through the stream
   process (the span's flags say the parent is remote);
 * or when no span of it has arrived for HINDSIGHT_OTLP_IDLE_SECONDS (beat: `otel_traces_sweep`).
 
+Storing a complete trace is completion.py's.
+
 An export is buffered in one transaction of a few statements whatever its size (a collector's
 default batch is 8,192 spans). The first HINDSIGHT_OTLP_INLINE_TRACES traces it completes are
 stored before the answer, so their errors reach the exporter in the partial success; the rest
@@ -21,24 +23,20 @@ success. One row lock per trace (`OtelTrace`, taken in trace-id order) serialise
 exports of the same trace, so a trace is never completed while another request adds to it.
 """
 
-import logging
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import cast
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Field, Q
+from django.db.models import Count, Field
 from django.utils import timezone
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
-from pydantic import ValidationError
 
 from accounts.models import ApiKey, Project
 from core.copy_rows import rows_copy
-from core.errors import DomainError
 from core.publish import tasks_publish
-from traces.otlp import assembly
+from traces.otlp.completion import otel_trace_complete
 from traces.otlp.conventions import (
     SpanFacts,
     attributes_dict,
@@ -48,10 +46,6 @@ from traces.otlp.conventions import (
     text,
 )
 from traces.otlp.models import OtelSpan, OtelTrace
-from traces.schemas import StepsAppendIn
-from traces.services import streaming
-
-logger = logging.getLogger(__name__)
 
 # Span.flags bits (trace.proto): whether the parent's span context is known to be remote.
 _HAS_IS_REMOTE = 0x100
@@ -60,9 +54,6 @@ _MAX_NS = 2**63 - 1  # bigint; OTLP times are fixed64
 _MAX_MESSAGES = 5
 COMPLETE_TASK = "otlp.complete_traces"
 COMPLETE_CHUNK = 50  # traces per task of a big export
-# A trace whose root came but that is still open this long after its last span: its
-# completion task was lost (the broker was down); the sweep stores it.
-ROOTED_GRACE_SECONDS = 60
 
 
 @dataclass
@@ -307,122 +298,3 @@ def _within_step_limit(steps: int, fresh: list[_Received], result: ExportResult)
         kept.append(span)
     result.reject(refused, f"at most {limit} LLM and tool spans per trace (HINDSIGHT_MAX_STEPS)")
     return kept
-
-
-def otel_trace_complete(pk: int, *, api_key: ApiKey | None) -> str:
-    """Store one buffered trace whose root came, if it is still open; '' or why it failed.
-    Its own transaction, with the trace's row locked (an export adding to it waits)."""
-    with transaction.atomic():
-        otel_trace = (
-            OtelTrace.objects.select_for_update()
-            .select_related("project")
-            .filter(pk=pk, completed_at__isnull=True)
-            .first()
-        )
-        if otel_trace is None:
-            return ""  # stored already (a resent task, or the sweep came first)
-        return _complete(otel_trace, completed_by=OtelTrace.CompletedBy.ROOT, api_key=api_key)
-
-
-def otel_traces_complete(pks: list[int], *, api_key_id: int | None) -> int:
-    """The worker's half of a big export: store each trace (how many were stored now)."""
-    api_key = ApiKey.objects.filter(pk=api_key_id).first() if api_key_id else None
-    done = 0
-    for pk in pks:
-        otel_trace_complete(pk, api_key=api_key)
-        done += 1
-    return done
-
-
-def _complete(otel_trace: OtelTrace, *, completed_by: str, api_key: ApiKey | None) -> str:
-    """Store the buffered trace as a trajectory and close the buffer; '' or why it failed.
-
-    Call with the OtelTrace row locked. The review is enqueued when the transaction commits.
-    """
-    spans = list(otel_trace.spans.all())
-    buffered = [
-        assembly.BufferedSpan(
-            span_id=s.span_id,
-            role=s.role,
-            is_root=s.is_root,
-            start_ns=s.start_ns,
-            end_ns=s.end_ns,
-            facts=s.facts,
-        )
-        for s in spans
-    ]
-    project = otel_trace.project
-    error = ""
-    trace = None
-    try:
-        with transaction.atomic():
-            built = assembly.trajectory_build(
-                trace_id=otel_trace.trace_id,
-                spans=buffered,
-                completed_by=completed_by,
-                service_name=next(
-                    (s.facts.get("service_name", "") for s in spans if s.facts.get("service_name")),
-                    "",
-                ),
-            )
-            trace = streaming.trace_open(
-                project=project, payload=built.header, api_key=api_key
-            ).trace
-            if built.steps:
-                streaming.trace_append_steps(
-                    project=project, trace_id=trace.pk, payload=StepsAppendIn(steps=built.steps)
-                )
-            trace = streaming.trace_complete(
-                project=project, trace_id=trace.pk, payload=built.completion, api_key=api_key
-            )
-    except (DomainError, ValidationError) as failure:
-        error = failure.detail if isinstance(failure, DomainError) else _first_error(failure)
-        logger.warning("otel trace %s not stored: %s", otel_trace.trace_id, error)
-        trace = None
-    otel_trace.completed_at = timezone.now()
-    otel_trace.completed_by = completed_by
-    otel_trace.trajectory = trace
-    otel_trace.error = error
-    otel_trace.span_ids = [s.span_id for s in spans]
-    otel_trace.save(
-        update_fields=["completed_at", "completed_by", "trajectory", "error", "span_ids"]
-    )
-    otel_trace.spans.all().delete()
-    return error
-
-
-def _first_error(error: ValidationError) -> str:
-    first = error.errors(include_url=False)[0]
-    return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
-
-
-def otel_traces_sweep(*, limit: int = 200) -> int:
-    """Complete traces whose root never came (nothing arrived for HINDSIGHT_OTLP_IDLE_SECONDS),
-    and those whose root came but whose completion was never run (its task was lost while the
-    broker was down) after ROOTED_GRACE_SECONDS."""
-    now = timezone.now()
-    before = now - timedelta(seconds=settings.HINDSIGHT_OTLP_IDLE_SECONDS)
-    rooted_before = now - timedelta(seconds=ROOTED_GRACE_SECONDS)
-    ids = list(
-        OtelTrace.objects.filter(completed_at__isnull=True, last_received_at__lt=rooted_before)
-        .filter(Q(last_received_at__lt=before) | Q(has_root=True))
-        .order_by("last_received_at")
-        .values_list("pk", flat=True)[:limit]
-    )
-    done = 0
-    for pk in ids:
-        with transaction.atomic():
-            # skip_locked: a trace an export is adding to right now is not idle.
-            otel_trace = (
-                OtelTrace.objects.select_for_update(skip_locked=True)
-                .filter(pk=pk, completed_at__isnull=True, last_received_at__lt=rooted_before)
-                .select_related("project")
-                .first()
-            )
-            idle = otel_trace is not None and otel_trace.last_received_at < before
-            if otel_trace is None or not (otel_trace.has_root or idle):
-                continue
-            by = OtelTrace.CompletedBy.ROOT if otel_trace.has_root else OtelTrace.CompletedBy.IDLE
-            _complete(otel_trace, completed_by=by, api_key=None)
-            done += 1
-    return done

@@ -3,13 +3,13 @@
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from traces.otlp import services
+from traces.otlp import completion, services
 
 
 @shared_task(name="otlp.complete_idle_traces", acks_late=True, ignore_result=True)
 def complete_idle_traces() -> int:
     """Beat: store OpenTelemetry traces whose root span never arrived, once they went idle."""
-    return services.otel_traces_sweep()
+    return completion.otel_traces_sweep()
 
 
 @shared_task(
@@ -23,4 +23,4 @@ def complete_idle_traces() -> int:
 )
 def complete_traces(pks: list[int], api_key_id: int | None) -> int:
     """Store the traces of a big export whose root came (the rest of otlp_export's work)."""
-    return services.otel_traces_complete(pks, api_key_id=api_key_id)
+    return completion.otel_traces_complete(pks, api_key_id=api_key_id)

@@ -4,7 +4,7 @@ family's workflow that merely made the candidate list (pure functions of scored 
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from experiences.services.recall import Recalled, RecallItem
+from experiences.services.recall import RecallItem
 from experiences.services.recall_block import (
     Case,
     FamilyVote,
@@ -17,6 +17,7 @@ from experiences.services.recall_block import (
     prompt_block,
     served_items,
 )
+from experiences.services.recall_candidates import Recalled
 from traces.review.values import case_identifiers
 
 CHANGE, TRANSFER = 1, 2  # two task families

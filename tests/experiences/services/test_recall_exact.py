@@ -13,13 +13,8 @@ from hypothesis import strategies as st
 from accounts.models import Project
 from experiences.embeddings import get_embedder
 from experiences.models import Experience
-from experiences.services.recall import (
-    RecallQuery,
-    _query_text,
-    _query_vector,
-    candidate_rows,
-    candidates_scored,
-)
+from experiences.services.recall import _query_text, _query_vector, candidates_scored
+from experiences.services.recall_candidates import RecallQuery, candidate_rows
 
 pytestmark = pytest.mark.django_db
 

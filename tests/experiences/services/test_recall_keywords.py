@@ -7,13 +7,8 @@ from django.db import connection
 from experiences.embeddings import get_embedder
 from experiences.models import Experience
 from experiences.services.keyword_stats import keyword_stats_refresh
-from experiences.services.recall import (
-    RecallQuery,
-    _query_text,
-    _query_vector,
-    candidates_sql,
-    query_keywords,
-)
+from experiences.services.recall import _query_text, _query_vector, query_keywords
+from experiences.services.recall_candidates import RecallQuery, candidates_sql
 from tests.experiences.test_api_recall import make_experience
 from traces.review.scene import keywords_of
 

@@ -13,8 +13,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from tests.support.spans import agent_run, export
 from tests.support.waiting import wait_until
 from traces.models import Trace
+from traces.otlp.completion import ROOTED_GRACE_SECONDS, otel_traces_sweep
 from traces.otlp.models import OtelSpan, OtelTrace
-from traces.otlp.services import ROOTED_GRACE_SECONDS, otel_traces_sweep
 
 
 def runs(first: int, count: int) -> bytes:
