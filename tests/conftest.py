@@ -37,10 +37,14 @@ _ids = itertools.count(1)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that drives Chromium is marked `browser` (`-m "not browser"`): those that use
     pytest-playwright's `browser` (through `page`, `context` or `new_context`). They live in
-    files named test_*_browser.py (tests/hindsight_site/test_tests_layout.py checks it)."""
+    files named test_*_browser.py (tests/hindsight_site/test_tests_layout.py checks it). Every
+    test on the integrations' shared site (`live_site`: `hindsight run`) is marked `launcher`."""
     for item in items:
-        if "browser" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if "browser" in fixtures:
             item.add_marker(pytest.mark.browser)
+        if "live_site" in fixtures:
+            item.add_marker(pytest.mark.launcher)
 
 
 @pytest.fixture(autouse=True)

@@ -9,8 +9,6 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,89 +22,21 @@ from typing import Any
 import pytest
 
 from tests.support.api import trajectory
-from tests.support.launcher import running_site_key
+from tests.support.launcher import SiteProcess
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.launcher
 
 ROOT = Path(__file__).resolve().parents[2]
 HINDSIGHT = shutil.which("hindsight", path=str(Path(sys.executable).parent)) or "hindsight"
-START_TIMEOUT = 90.0
-STOP_TIMEOUT = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def child_env(data_dir: Path, **extra: str) -> dict[str, str]:
-    """The test's environment, pointed at `data_dir` and without external services."""
+    """The test's environment, pointed at `data_dir` and without external services (for the
+    commands run beside the site: a second launcher, manage.py)."""
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
     env.update(HINDSIGHT_DATA_DIR=str(data_dir), **extra)
     return env
-
-
-class Launcher:
-    """One `hindsight run` process at a time on a fixed data dir and port."""
-
-    def __init__(self, data_dir: Path, **env: str) -> None:
-        self.data_dir = data_dir
-        self.extra_env = env
-        self.port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-        self.log = data_dir.parent / "launcher.log"
-        self.output = ""
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        env = child_env(
-            self.data_dir,
-            HINDSIGHT_PORT=str(self.port),
-            # One of each keeps the start quick; the supervision is the same for any count.
-            HINDSIGHT_WEB_WORKERS="1",
-            HINDSIGHT_WORKER_CONCURRENCY="1",
-            **self.extra_env,
-        )
-        with self.log.open("wb") as log:  # a fresh log per start
-            self.process = subprocess.Popen(
-                [HINDSIGHT, "run"], env=env, cwd=ROOT,
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            )  # fmt: skip
-        deadline = time.monotonic() + START_TIMEOUT
-        # The last line of the banner: everything above it (URL, login, key) is printed by then.
-        while "[hindsight]   Ctrl-C stops" not in (text := self.log.read_text(errors="replace")):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                pytest.fail(f"the launcher did not become ready:\n{text[-4000:]}")
-            time.sleep(0.2)
-        self.output = text
-
-    def stop(self) -> int | None:
-        if self.process is None:
-            return None
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.process.returncode
-
-    def demo_key(self) -> str:
-        match = re.search(r"demo key\s+(hs_\S+)", self.output)
-        assert match, self.output
-        return match.group(1)
-
-    def pipeline_key(self) -> str:
-        """A key that sends trajectories and reads them back (the demo key cannot read)."""
-        if not hasattr(self, "_pipeline_key"):
-            self._pipeline_key = running_site_key(self.data_dir, ["ingest", "read"])
-        return self._pipeline_key
 
 
 def processes_of(data_dir: Path) -> list[str]:
@@ -145,8 +75,8 @@ def http(method: str, url: str, key: str, body: Any = None) -> tuple[int, Any]:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Iterator[Launcher]:
-    launcher = Launcher(tmp_path_factory.mktemp("launcher") / "data")
+def site(tmp_path_factory) -> Iterator[SiteProcess]:
+    launcher = SiteProcess(tmp_path_factory.mktemp("launcher") / "data", beat=True)
     launcher.start()
     yield launcher
     launcher.stop()
@@ -163,10 +93,10 @@ class Restart:
 
 
 @pytest.fixture(scope="module")
-def restarted(site: Launcher) -> Restart:
+def restarted(site: SiteProcess) -> Restart:
     """Ingest a trace, stop the launcher with SIGTERM, start it again on the same data dir."""
-    key, reader = site.demo_key(), site.pipeline_key()
-    status, body = http("POST", f"{site.base_url}/api/v1/traces", key, trajectory("survivor"))
+    key, reader = site.key(), site.pipeline_key()
+    status, body = http("POST", f"{site.url}/api/v1/traces", key, trajectory("survivor"))
     assert status == 201, body
     # An experience embedded by another model (as after an upgrade): the restart must say so.
     stale = (
@@ -194,7 +124,8 @@ def restarted(site: Launcher) -> Restart:
 def test_it_prints_the_url_the_login_and_the_demo_key(site):
     assert f"http://localhost:{site.port}/" in site.output
     assert re.search(r"login: admin / \S+", site.output)
-    assert site.demo_key() == (site.data_dir / "demo-api-key").read_text().strip()
+    printed = re.search(r"demo key\s+(hs_\S+)", site.output)
+    assert printed and printed.group(1) == site.key()
 
 
 def test_web_workers_load_the_embedding_model_when_they_start(site):
@@ -204,15 +135,15 @@ def test_web_workers_load_the_embedding_model_when_they_start(site):
 
 
 def test_the_demo_key_recalls_over_http_and_reads_nothing(site):
-    status, body = http("POST", f"{site.base_url}/api/v1/recall", site.demo_key(), {"task": "x"})
+    status, body = http("POST", f"{site.url}/api/v1/recall", site.key(), {"task": "x"})
     assert status == 200 and body["items"] == []
 
-    status, body = http("GET", f"{site.base_url}/api/v1/traces", site.demo_key())
+    status, body = http("GET", f"{site.url}/api/v1/traces", site.key())
     assert status == 403 and "'read'" in body["detail"]
 
 
 def test_a_wrong_key_is_refused_over_http(site):
-    status, body = http("GET", f"{site.base_url}/api/v1/traces", "hs_not-a-key")
+    status, body = http("GET", f"{site.url}/api/v1/traces", "hs_not-a-key")
     assert (status, body) == (401, {"detail": "Unauthorized"})
 
 
@@ -243,8 +174,8 @@ def test_create_api_key_reaches_the_running_launchers_database(site):
     assert command.returncode == 0, command.stderr
     key = command.stdout.strip()
 
-    assert key.startswith("hs_") and key != site.demo_key()
-    status, _ = http("GET", f"{site.base_url}/api/v1/traces", key)
+    assert key.startswith("hs_") and key != site.key()
+    status, _ = http("GET", f"{site.url}/api/v1/traces", key)
     assert status == 200
 
 
@@ -263,7 +194,7 @@ def test_sigterm_leaves_no_process_of_its_data_dir(restarted):
 
 def test_traces_survive_a_restart(site, restarted):
     status, body = http(
-        "GET", f"{site.base_url}/api/v1/traces/{restarted.trace_id}", restarted.reader_key
+        "GET", f"{site.url}/api/v1/traces/{restarted.trace_id}", restarted.reader_key
     )
 
     assert status == 200
@@ -276,7 +207,7 @@ def test_a_restart_names_vectors_of_another_embedding_model(site, restarted):
 
 
 def test_the_demo_key_survives_a_restart(site, restarted):
-    assert site.demo_key() == restarted.key_before
+    assert site.key() == restarted.key_before
 
 
 # ---------------------------------------------------------------------------- a crash
@@ -289,7 +220,7 @@ class Crash:
 
 
 @pytest.fixture(scope="module")
-def crashed(site: Launcher, restarted: Restart) -> Crash:
+def crashed(site: SiteProcess, restarted: Restart) -> Crash:
     """SIGKILL the launcher (as the OOM killer would), then start one on another port."""
     assert site.process is not None
     killed = site.process.pid
@@ -313,7 +244,7 @@ def test_a_launcher_killed_by_sigkill_takes_web_worker_beat_and_redis_with_it(cr
 
 def test_the_next_launcher_on_another_port_takes_over_the_data_dir(site, restarted, crashed):
     status, body = http(
-        "GET", f"{site.base_url}/api/v1/traces/{restarted.trace_id}", restarted.reader_key
+        "GET", f"{site.url}/api/v1/traces/{restarted.trace_id}", restarted.reader_key
     )
     assert status == 200 and body["external_id"] == "survivor"
     # No port advice ("port N on HOST is in use"), no second stack. (Not the bare word "port":

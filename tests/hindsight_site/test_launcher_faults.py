@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.hindsight_site.test_launcher import Launcher, free_port
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.launcher import SiteProcess
 from tests.support.pipeline_trajectories import seed_000_body
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.launcher
 
@@ -31,9 +32,9 @@ def llm() -> Iterator[FakeOpenAI]:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory, llm) -> Iterator[Launcher]:
-    launcher = Launcher(
-        tmp_path_factory.mktemp("faults") / "data",
+def site(tmp_path_factory, llm) -> Iterator[SiteProcess]:
+    launcher = SiteProcess(
+        tmp_path_factory.mktemp("faults") / "data", beat=True,
         OPENAI_BASE_URL=llm.base_url, OPENAI_API_KEY="test", HINDSIGHT_LLM_MODEL="fake-reviewer",
         HINDSIGHT_REVIEWER="llm", HINDSIGHT_LLM_TIMEOUT="30",
         # What could not be handed over is re-sent by beat's sweep: every 5 s here, not 30 / 60.
@@ -44,9 +45,9 @@ def site(tmp_path_factory, llm) -> Iterator[Launcher]:
     launcher.stop()
 
 
-def call(site: Launcher, method: str, path: str, body: dict | None = None) -> dict:
+def call(site: SiteProcess, method: str, path: str, body: dict | None = None) -> dict:
     request = urllib.request.Request(
-        f"{site.base_url}/api/v1/{path}", method=method,
+        f"{site.url}/api/v1/{path}", method=method,
         data=json.dumps(body).encode() if body is not None else None,
         headers={"Authorization": f"Bearer {site.pipeline_key()}",
                  "Content-Type": "application/json"},
@@ -70,7 +71,7 @@ def wait_for(predicate, timeout: float, what: str):
     pytest.fail(f"not within {timeout:.0f} s: {what}")
 
 
-def child_pid(site: Launcher, needle: str) -> int:
+def child_pid(site: SiteProcess, needle: str) -> int:
     """The launcher's direct child whose command line contains `needle`."""
     assert site.process is not None
     for entry in Path("/proc").iterdir():
@@ -86,11 +87,11 @@ def child_pid(site: Launcher, needle: str) -> int:
     raise AssertionError(f"no child running {needle!r}")
 
 
-def log(site: Launcher) -> str:
+def log(site: SiteProcess) -> str:
     return site.log.read_text(errors="replace")
 
 
-def review_status(site: Launcher, trace_id: int) -> str:
+def review_status(site: SiteProcess, trace_id: int) -> str:
     return call(site, "GET", f"traces/{trace_id}")["review_status"]
 
 
@@ -146,9 +147,9 @@ def test_a_frozen_redis_holds_ingest_up_for_at_most_a_second(site):
     wait_for(lambda: review_status(site, trace["id"]) == "reviewed", RECOVERY_BOUND, "reviewed")
 
 
-def status_of(site: Launcher, path: str) -> tuple[int, dict, str]:
+def status_of(site: SiteProcess, path: str) -> tuple[int, dict, str]:
     request = urllib.request.Request(
-        f"{site.base_url}{path}", headers={"Authorization": f"Bearer {site.pipeline_key()}"}
+        f"{site.url}{path}", headers={"Authorization": f"Bearer {site.pipeline_key()}"}
     )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
@@ -206,8 +207,8 @@ def test_an_external_redis_stopped_for_ten_seconds_loses_nothing(tmp_path, trans
         return server
 
     server = redis_up()
-    launcher = Launcher(
-        tmp_path / "data", REDIS_URL=url,
+    launcher = SiteProcess(
+        tmp_path / "data", beat=True, REDIS_URL=url,
         HINDSIGHT_SWEEP_INTERVAL_SECONDS="5", HINDSIGHT_REENQUEUE_AFTER_SECONDS="5",
     )  # fmt: skip
     launcher.start()
