@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts.dashboard import project_page
 from accounts.selectors.access import ProjectAccess
 from core.http import AuthedRequest
-from core.pages import vary_on_htmx, wants_partial
+from core.pages import render_page_or_partial, vary_on_htmx, wants_partial
 from experiences import selectors
 from experiences.forms import KbArticleForm
 from experiences.services import kb
@@ -93,9 +93,9 @@ def kb_article_edit(request: AuthedRequest, article_id: int) -> HttpResponse:
             return redirect(reverse("experiences:kb") + f"#article-{article.pk}")
         return render(request, f"{KB}#article", {"article": article, "is_admin": True})
     status = 422 if form.is_bound else 200
-    template = f"{KB}#article_form" if wants_partial(request) else "experiences/kb_edit.html"
-    return vary_on_htmx(
-        render(request, template, {"article": article, "form": form}, status=status)
+    context = {"article": article, "form": form}
+    return render_page_or_partial(
+        request, "experiences/kb_edit.html", "article_form", context, status=status
     )
 
 

@@ -15,7 +15,7 @@ from accounts.dashboard import dashboard_for
 from accounts.services.audit import audit_event
 from core.errors import DomainError
 from core.http import AuthedRequest
-from core.pages import navigate, vary_on_htmx, wants_partial
+from core.pages import navigate, render_page_or_partial, vary_on_htmx, wants_partial
 from traces.forms import RelabelForm
 from traces.models import Review, ReviewClaim, Step, Trace
 from traces.presentation import (
@@ -135,10 +135,10 @@ def trace_detail(request: AuthedRequest, trace_id: int) -> HttpResponse:
     show = show if show in STEP_FILTERS else ""
     window = step_window(trace=trace, show=show, user=request.user, **_window_asked(request))
     context = {"trace": trace, "window": _window_ready(request, trace, window), "show": show}
-    if wants_partial(request):
-        return vary_on_htmx(render(request, "traces/detail.html#steps", context))
-    context.update(_inspector_context(request, trace, show))
-    return vary_on_htmx(render(request, "traces/detail.html", context))
+    return render_page_or_partial(
+        request, "traces/detail.html", "steps", context,
+        page_context=lambda: _inspector_context(request, trace, show),
+    )  # fmt: skip
 
 
 @require_GET
