@@ -314,3 +314,12 @@ def claim_live_on(*, trace: Trace) -> ReviewClaim | None:
         .select_related("user")
         .first()
     )
+
+
+def claim_of_user(*, claim_id: int, user: User, projects: list[Project]) -> ReviewClaim | None:
+    """One of the user's own claims (finished or not), in one of `projects`."""
+    return (
+        ReviewClaim.objects.filter(pk=claim_id, user=user, project__in=projects)
+        .select_related("trace", "project")
+        .first()
+    )
