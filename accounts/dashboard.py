@@ -1,5 +1,6 @@
-"""Whose dashboard a request is: the user's projects and the one being worked on, and the
-`project_page` decorator every project page is behind (the experience pages too)."""
+"""Whose dashboard a request is: the user's projects and the one being worked on, the
+`project_page` decorator every project page is behind (the experience pages too), and how a
+page finds one object of the user's projects (`found_in_projects`, `object_in_projects`)."""
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -7,7 +8,7 @@ from functools import wraps
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 
 from accounts.selectors.access import ProjectAccess, project_access_list
@@ -57,3 +58,21 @@ def project_page(*, admin: bool = False) -> Callable:
         return wrapper
 
     return decorate
+
+
+def found_in_projects[T](
+    request: AuthedRequest, find: Callable[..., T | None], **lookup: Any
+) -> T | None:
+    """What `find` (a selector taking `projects=`) finds among the user's projects, else None:
+    an object of another project is not found either."""
+    return find(projects=dashboard_for(request).projects, **lookup)
+
+
+def object_in_projects[T](
+    request: AuthedRequest, find: Callable[..., T | None], what: str, **lookup: Any
+) -> T:
+    """The same, or 404 (never 403: the ids of other projects' objects stay unknown)."""
+    found = found_in_projects(request, find, **lookup)
+    if found is None:
+        raise Http404(f"{what} not found")
+    return found

@@ -2,6 +2,8 @@
 (views ask whether htmx made a request only through `wants_partial`: a test keeps it so), the
 whole-page move after a POST, the redirect to `next`."""
 
+from collections.abc import Callable
+
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.cache import patch_vary_headers
@@ -53,11 +55,22 @@ def vary_on_htmx(response: HttpResponse) -> HttpResponse:
 
 
 def render_page_or_partial(
-    request: AuthedRequest, template: str, partial: str, context: dict
+    request: AuthedRequest,
+    template: str,
+    partial: str,
+    context: dict,
+    *,
+    page_context: Callable[[], dict] | None = None,
+    status: int = 200,
 ) -> HttpResponse:
-    """The partial for htmx, the whole page otherwise (never cached across the two)."""
-    name = f"{template}#{partial}" if wants_partial(request) else template
-    return vary_on_htmx(render(request, name, context))
+    """The partial for htmx, the whole page otherwise (never cached across the two).
+    `page_context` gives what only the whole page shows around the partial: it is asked for
+    only when the whole page is rendered, so a partial costs none of its queries."""
+    if wants_partial(request):
+        return vary_on_htmx(render(request, f"{template}#{partial}", context, status=status))
+    if page_context is not None:
+        context = {**context, **page_context()}
+    return vary_on_htmx(render(request, template, context, status=status))
 
 
 def redirect_to_next(request: AuthedRequest, default: str) -> HttpResponse:

@@ -20,8 +20,9 @@ from experiences.schemas import (
     WarningsIn,
     WarningsOut,
 )
-from experiences.services import kb, recall_log
 from experiences.services import recall as recall_service
+from experiences.services import recall_log
+from experiences.services.kb_export import kb_export_file
 from experiences.services.recall_candidates import RecallQuery
 from experiences.services.warnings import warnings_for_call
 
@@ -130,7 +131,7 @@ def post_warnings(request: HttpRequest, payload: WarningsIn):
 def get_kb_export(request: HttpRequest, format: Literal["markdown", "jsonl"] = "markdown"):
     """The knowledge base: Markdown articles (zip, one file per article) or JSONL."""
     key = require_scope(request, *READ_SCOPES)
-    content, content_type, name = kb.kb_export_file(project=key.project, format=format)
+    content, content_type, name = kb_export_file(project=key.project, format=format)
     response = HttpResponse(content, content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response

@@ -5,7 +5,7 @@ from django.conf import settings
 
 from experiences.services.dedup import experience_dedup, experience_dedup_enqueue_due
 from experiences.services.families import families_induce_due, family_induce
-from experiences.services.kb import kb_rebuild_run
+from experiences.services.kb_rebuilds import kb_rebuild_run
 from experiences.services.keyword_stats import keyword_stats_refresh
 from experiences.services.llm_merge import merge_advice_with_llm
 from experiences.services.recall_log import recall_logs_prune

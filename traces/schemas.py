@@ -1,7 +1,7 @@
 """Request and response shapes of the trajectory API."""
 
 from datetime import datetime
-from typing import Any, ClassVar, Literal, get_args
+from typing import Any, ClassVar, Literal
 
 from django.conf import settings
 from ninja import Schema
@@ -17,11 +17,13 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from core.inputs import BIGINT_MAX, INT_MAX, TOO_LARGE, BodyIn, StrictIn
 from traces import transcripts
+from traces.models.trajectories import Outcome
 from traces.review.tool_effects import declarations_from
 
 StepKind = Literal["user_input", "llm_reasoning", "tool_call", "system", "state_change"]
-Outcome = Literal["success", "failure", "partial", "unknown"]
-OUTCOMES: tuple[str, ...] = get_args(Outcome)  # the same as Trace.Outcome (a test keeps them so)
+# Outcome is the model's choices (Trace.Outcome): a field of that type takes and shows their
+# values, and its JSON schema lists them (the OpenAPI component "Outcome").
+OUTCOMES: tuple[str, ...] = tuple(Outcome.values)
 TaskType = Literal["query", "operation", "analysis", "other"]
 Name = Field(min_length=1, max_length=200)
 
@@ -111,7 +113,7 @@ class TraceHeaderIn(StrictIn):
 class TraceIn(TraceHeaderIn):
     """A complete trajectory in one request."""
 
-    outcome: Outcome = "unknown"
+    outcome: Outcome = Outcome.UNKNOWN
     ended_at: datetime | None = None
     feedback: str = ""
     final_answer: str = ""
@@ -295,7 +297,7 @@ class TraceSummaryOut(Schema):
     intent: str
     environment: list[str]
     tools: list[str]
-    outcome: str
+    outcome: Outcome
     feedback: str
     final_answer: str
     started_at: datetime | None

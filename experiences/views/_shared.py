@@ -3,10 +3,10 @@
 from collections.abc import Callable
 from typing import Any
 
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 
-from accounts.dashboard import dashboard_for
+from accounts.dashboard import dashboard_for, object_in_projects
 from accounts.selectors.access import ProjectAccess
 from core.http import AuthedRequest
 from core.pages import wants_partial
@@ -21,11 +21,8 @@ def object_of_user[T: (Experience, MergeProposal, ExperienceMerge, KbArticle)](
     request: AuthedRequest, find: Callable[..., T | None], what: str, **lookup: Any
 ) -> tuple[T, ProjectAccess]:
     """What `find` (a selector taking `projects=`) finds among the user's projects, with the
-    user's access there; 404 when it finds nothing (another project's object is not found
-    either)."""
-    found = find(projects=dashboard_for(request).projects, **lookup)
-    if found is None:
-        raise Http404(f"{what} not found")
+    user's access there; 404 when it finds nothing (accounts.dashboard.object_in_projects)."""
+    found = object_in_projects(request, find, what, **lookup)
     return found, _access_to(request, found.project_id)
 
 

@@ -13,10 +13,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts.dashboard import project_page
 from accounts.selectors.access import ProjectAccess
 from core.http import AuthedRequest
-from core.pages import vary_on_htmx, wants_partial
+from core.pages import render_page_or_partial, vary_on_htmx, wants_partial
 from experiences import selectors
 from experiences.forms import KbArticleForm
-from experiences.services import kb
+from experiences.services import kb_articles, kb_rebuilds
+from experiences.services.kb_export import kb_export_file
 from experiences.views._shared import _forbidden, object_of_user
 
 KB = "experiences/kb.html"
@@ -37,8 +38,8 @@ def kb_page(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
 
 def _rebuild_context(access: ProjectAccess) -> dict[str, Any]:
     try:
-        return {"rebuild": kb.kb_rebuild_status(project=access.project)}
-    except kb.KbRebuildUnavailable as failure:  # Redis down: the page still works
+        return {"rebuild": kb_rebuilds.kb_rebuild_status(project=access.project)}
+    except kb_rebuilds.KbRebuildUnavailable as failure:  # Redis down: the page still works
         return {"rebuild": None, "rebuild_unavailable": failure.detail}
 
 
@@ -47,8 +48,8 @@ def _rebuild_context(access: ProjectAccess) -> dict[str, Any]:
 def kb_rebuild(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     """Queue a rebuild in the worker (or find the one already queued); the page follows it."""
     try:
-        rebuild, queued = kb.kb_rebuild_request(project=access.project, user=request.user)
-    except kb.KbRebuildUnavailable as failure:
+        rebuild, queued = kb_rebuilds.kb_rebuild_request(project=access.project, user=request.user)
+    except kb_rebuilds.KbRebuildUnavailable as failure:
         messages.error(
             request, f"{failure.detail}; the articles stay as they are. Try again later."
         )
@@ -68,7 +69,7 @@ def kb_rebuild_status(request: AuthedRequest, access: ProjectAccess) -> HttpResp
         return vary_on_htmx(redirect("experiences:kb"))
     context = {"is_admin": access.is_admin, **_rebuild_context(access)}
     response = vary_on_htmx(render(request, f"{KB}#rebuild", context))
-    if context["rebuild"] is not None and context["rebuild"].state == kb.DONE:
+    if context["rebuild"] is not None and context["rebuild"].state == kb_rebuilds.DONE:
         # Only a page that was polling asks. experiences.js reloads it to show the new articles,
         # unless an article is being edited there (a reload would lose the unsaved text).
         response.headers["HX-Trigger-After-Swap"] = "kb-rebuilt"
@@ -86,16 +87,16 @@ def kb_article_edit(request: AuthedRequest, article_id: int) -> HttpResponse:
     data = request.POST if request.method == "POST" else None
     form = KbArticleForm(data, initial={"title": article.title, "body": article.body})
     if request.method == "POST" and form.is_valid():
-        article = kb.kb_article_edit(
+        article = kb_articles.kb_article_edit(
             project=article.project, article_id=article.pk, user=request.user, **form.cleaned_data
         )
         if not wants_partial(request):
             return redirect(reverse("experiences:kb") + f"#article-{article.pk}")
         return render(request, f"{KB}#article", {"article": article, "is_admin": True})
     status = 422 if form.is_bound else 200
-    template = f"{KB}#article_form" if wants_partial(request) else "experiences/kb_edit.html"
-    return vary_on_htmx(
-        render(request, template, {"article": article, "form": form}, status=status)
+    context = {"article": article, "form": form}
+    return render_page_or_partial(
+        request, "experiences/kb_edit.html", "article_form", context, status=status
     )
 
 
@@ -104,7 +105,7 @@ def kb_article_edit(request: AuthedRequest, article_id: int) -> HttpResponse:
 def kb_export(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
     """The same files as GET /api/v1/kb/export, for people: Markdown (zip) or JSONL."""
     format = "jsonl" if request.GET.get("format") == "jsonl" else "markdown"
-    content, content_type, name = kb.kb_export_file(project=access.project, format=format)
+    content, content_type, name = kb_export_file(project=access.project, format=format)
     response = HttpResponse(content, content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response

@@ -132,10 +132,11 @@ def experience_edit(request: AuthedRequest, experience_id: int) -> HttpResponse:
 def _edit_form(
     request: AuthedRequest, experience: Experience, form: ExperienceEditForm, status: int = 200
 ):
+    """The edit page, or for htmx the same form in the experience's row of the library."""
     context = {"experience": experience, "form": form}
-    if not wants_partial(request):
-        return vary_on_htmx(render(request, "experiences/edit.html", context, status=status))
-    return vary_on_htmx(render(request, f"{LIBRARY}#row_edit", context, status=status))
+    return render_page_or_partial(
+        request, "experiences/edit.html", "row_edit", context, status=status
+    )
 
 
 @require_http_methods(["GET", "POST"])

@@ -1,5 +1,6 @@
 """The merge queue: proposals to decide (merge or dismiss), the history of merges and undo."""
 
+from functools import partial
 from typing import Any
 
 from django.contrib import messages
@@ -56,16 +57,19 @@ def _queue_context(request: AuthedRequest, access: ProjectAccess, **decided: Any
 @require_GET
 @project_page()
 def merges(request: AuthedRequest, access: ProjectAccess) -> HttpResponse:
-    partial = wants_partial(request)
-    if partial and request.GET.get("section") == "queue":
-        return render_page_or_partial(request, MERGES, "queue", _queue_context(request, access))
+    """The page holds both sections; htmx asks for one (the queue with ?section=queue)."""
+    queue = partial(_queue_context, request, access)
+    history = partial(_history_context, request, access)
+    if request.GET.get("section") == "queue":
+        return render_page_or_partial(request, MERGES, "queue", queue(), page_context=history)
+    return render_page_or_partial(request, MERGES, "history", history(), page_context=queue)
+
+
+def _history_context(request: AuthedRequest, access: ProjectAccess) -> dict:
     history = selectors.merge_history(
         project=access.project, cursor=page_cursor(request), limit=HISTORY_PAGE_SIZE
     )
-    context = {"history": history, "is_admin": access.is_admin}
-    if not partial:  # the whole page holds the proposal queue too
-        context |= _queue_context(request, access)
-    return render_page_or_partial(request, MERGES, "history", context)
+    return {"history": history, "is_admin": access.is_admin}
 
 
 @require_POST

@@ -1,11 +1,10 @@
 from django.http import HttpResponse
-from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from accounts.dashboard import project_page
 from accounts.selectors.access import ProjectAccess
 from core.http import AuthedRequest
-from core.pages import vary_on_htmx, wants_partial
+from core.pages import render_page_or_partial
 from experiences import selectors
 
 
@@ -15,6 +14,4 @@ def experience_stats(request: AuthedRequest, access: ProjectAccess) -> HttpRespo
     """The experience half of /stats/: loaded into that page by htmx (traces stays unaware),
     or a page of its own (the link that /stats/ shows without JavaScript)."""
     stats = selectors.experience_stats(project=access.project)
-    partial = wants_partial(request)
-    template = "experiences/stats_partial.html" if partial else "experiences/stats.html"
-    return vary_on_htmx(render(request, template, {"stats": stats}))
+    return render_page_or_partial(request, "experiences/stats.html", "charts", {"stats": stats})

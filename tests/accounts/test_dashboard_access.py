@@ -1,7 +1,10 @@
 """Who sees what: login, membership, roles, the project switcher."""
 
 import pytest
+from django.http import Http404
+from django.test import RequestFactory
 
+from accounts.dashboard import found_in_projects, object_in_projects
 from accounts.models import Membership
 from tests.support.personas import make_user
 
@@ -107,3 +110,19 @@ def test_superusers_see_every_project(client_for, project, other_project, make_t
     client.post("/projects/switch/", {"project": other_project.pk})
 
     assert b"Visible to the superuser" in client.get("/traces/").content
+
+
+def test_an_object_of_another_project_is_not_found(reviewer, project, other_project):
+    request = RequestFactory().get("/")
+    request.user, request.session = reviewer, {}
+    asked = []
+
+    def find(*, projects, pk):
+        asked.append(projects)
+        return next((p for p in projects if p.pk == pk), None)  # a selector of projects
+
+    assert found_in_projects(request, find, pk=project.pk) == project
+    assert found_in_projects(request, find, pk=other_project.pk) is None
+    with pytest.raises(Http404, match="project not found"):
+        object_in_projects(request, find, "project", pk=other_project.pk)
+    assert asked == [[project]] * 3  # the reviewer's projects, and only those

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from accounts.services.api_keys import api_key_create
-from experiences.services import kb
+from experiences.services.kb_articles import kb_rebuild
 from experiences.services.versions import version_record
 from traces.models import Review, Step
 
@@ -60,7 +60,7 @@ def dashboard(project, admin_user, reviewer, make_trace, make_experience, make_p
         support_count=3,
         advice="When a pod is pending, describe it before scaling.",
     )
-    kb.kb_rebuild(project=project)
+    kb_rebuild(project=project)
     api_key_create(project=project, scopes=["ingest", "recall"], name="ci pipeline")
     return {"trace": traces[0], "other": traces[1], "experience": first}
 

@@ -91,15 +91,15 @@ def test_the_check_sees_a_violation(tmp_path):
     assert "experiences" in imported_packages(module)
 
 
+def view_modules() -> list[Path]:
+    return [p for app in VIEW_APPS for p in (ROOT / app / "views").glob("*.py")]
+
+
 def test_no_view_overwrites_the_vary_header():
     """A view's htmx answer varies on HX-Request through vary_on_htmx (patch_vary_headers):
     assigning Vary dropped the session's Cookie from it, so a cache could hand one user's page
     to another."""
-    views = [
-        p
-        for app in ("accounts", "traces", "experiences")
-        for p in (ROOT / app / "views").glob("*.py")
-    ]
+    views = view_modules()
     assert views
     assigns = re.compile(r"""headers\[["']Vary["']\]\s*=""")
     offenders = [p.name for p in views if assigns.search(p.read_text())]
@@ -124,11 +124,7 @@ def test_views_ask_wants_partial_not_request_htmx():
     """Whether htmx made a request is asked one way, `wants_partial` (and render_page_or_partial,
     navigate): a bare `request.htmx` also took boosted navigations and history restores (the
     back button) for a partial, and gave them a page without its suggestions."""
-    views = [
-        p
-        for app in ("accounts", "traces", "experiences")
-        for p in (ROOT / app / "views").glob("*.py")
-    ]
+    views = view_modules()
     assert [f for p in views for f in _views_reading_htmx(p)] == []
 
 
@@ -136,6 +132,106 @@ def test_the_htmx_check_sees_a_violation(tmp_path):
     view = tmp_path / "view.py"
     view.write_text("@require_POST\ndef act(request):\n    return 1 if request.htmx else 2\n")
     assert _views_reading_htmx(view) == ["view.py:act"]
+
+
+RENDERERS = {"render", "render_page_or_partial"}
+
+
+def _templates(nodes: list) -> set[str]:
+    """What the code renders: the template (and partial) arguments of its render calls, and
+    the template names it spells ("x.html", "x.html#part", f"{PAGE}#part")."""
+    found = set()
+    for node in (n for top in nodes for n in ast.walk(top)):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) in RENDERERS:
+            found.add(", ".join(ast.unparse(a) for a in node.args[1:3]))
+        elif isinstance(node, ast.Constant | ast.JoinedStr):
+            if re.search(r"\.html|^f(['\"])\{[A-Z_]+\}#\w+\1$", spelled := ast.unparse(node)):
+                found.add(spelled)
+    return found
+
+
+def _asks_wants_partial(test: ast.expr, holding: set[str]) -> bool:
+    """Whether a condition is `wants_partial(...)`'s answer, or reads a name holding it."""
+    return "wants_partial(" in ast.unparse(test) or any(
+        isinstance(n, ast.Name) and n.id in holding for n in ast.walk(test)
+    )
+
+
+def _branches_on_wants_partial(function: ast.FunctionDef) -> list[tuple[list, list]]:
+    """The two sides of every choice made on `wants_partial` in a function: an `if`'s body and
+    its `else` (or, when the body returns, what follows it), and `a if ... else b`."""
+    nodes = list(ast.walk(function))
+    holding = {
+        t.id
+        for n in nodes
+        if isinstance(n, ast.Assign) and "wants_partial(" in ast.unparse(n.value)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+    sides = [
+        ([n.body], [n.orelse])
+        for n in nodes
+        if isinstance(n, ast.IfExp) and _asks_wants_partial(n.test, holding)
+    ]
+    blocks = [getattr(n, f) for n in nodes for f in ("body", "orelse") if hasattr(n, f)]
+    for block in (b for b in blocks if isinstance(b, list)):
+        for i, statement in enumerate(block):
+            if isinstance(statement, ast.If) and _asks_wants_partial(statement.test, holding):
+                returns = isinstance(statement.body[-1], (ast.Return, ast.Raise))
+                sides.append((statement.body, statement.orelse or block[i + 1 :] * returns))
+    return sides
+
+
+def _views_picking_templates(path: Path) -> list[str]:
+    """Functions that choose between two templates (or partials) on `wants_partial` themselves.
+    A side that renders nothing (a redirect, a plain-text answer) is no such choice."""
+    return [
+        f"{path.name}:{function.name}"
+        for function in ast.walk(ast.parse(path.read_text()))
+        if isinstance(function, ast.FunctionDef)
+        and any(
+            _templates(one) and _templates(other) and _templates(one) != _templates(other)
+            for one, other in _branches_on_wants_partial(function)
+        )
+    ]
+
+
+def test_views_leave_page_or_partial_to_render_page_or_partial():
+    """A page answers htmx with its partial and anything else with itself through one helper,
+    core.pages.render_page_or_partial (with `page_context` for what only the whole page shows):
+    a view does not pick between two templates on `wants_partial` by hand."""
+    views = view_modules()
+    assert [f for p in views for f in _views_picking_templates(p)] == []
+
+
+def test_the_template_choice_check_sees_a_violation(tmp_path):
+    view = tmp_path / "view.py"
+    view.write_text(
+        "def stats(request):\n"
+        "    partial = wants_partial(request)\n"
+        '    template = "stats_partial.html" if partial else "stats.html"\n'
+        "    return render(request, template, {})\n"
+        "def detail(request):\n"
+        "    if wants_partial(request):\n"
+        '        return vary_on_htmx(render(request, "detail.html#steps", {}))\n'
+        '    return vary_on_htmx(render(request, "detail.html", {}))\n'
+        "def article(request):\n"
+        '    template = f"{KB}#article_form" if wants_partial(request) else "kb_edit.html"\n'
+        "    return render(request, template, {})\n"
+        "def merges(request):\n"
+        "    partial = wants_partial(request)\n"
+        '    if partial and request.GET.get("section") == "queue":\n'
+        '        return render_page_or_partial(request, MERGES, "queue", {})\n'
+        '    return render_page_or_partial(request, MERGES, "history", {})\n'
+        # a POST's answers: a redirect for a form, the changed part for htmx (no choice of page)
+        "def relabel(request):\n"
+        "    if not wants_partial(request):\n"
+        '        return redirect("/")\n'
+        '    return render(request, "detail.html#step", {})\n'
+    )
+    assert _views_picking_templates(view) == [
+        "view.py:stats", "view.py:detail", "view.py:article", "view.py:merges"
+    ]  # fmt: skip
 
 
 MODULE_LINES = 400  # a module longer than this is split by what its parts do

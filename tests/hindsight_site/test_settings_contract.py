@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -28,9 +29,21 @@ from celery import Task
 from django.conf import settings
 
 from hindsight_site import env
+from tests.hindsight_site.test_layers import LAYERS
 
 ROOT = Path(__file__).resolve().parents[2]
-SITE_PACKAGES = ("hindsight_site", "core", "traces", "experiences")
+
+
+def _shipped_packages() -> tuple[str, ...]:
+    """The first-party packages: those the distribution ships (pyproject's list), not a list
+    kept here by hand, so a new package is read as soon as it ships."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return tuple(
+        p.removesuffix("*") for p in pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    )
+
+
+SITE_PACKAGES = _shipped_packages()
 READERS = {"env_str", "env_int", "env_float", "env_size", "env_bool", "env_list"}
 DOCS = ROOT / "docs" / "configuration.md"
 ENV_EXAMPLE = ROOT / ".env.example"
@@ -226,9 +239,14 @@ def _documented() -> dict[str, list[tuple[str, str]]]:
 # ---------------------------------------------------------------------------- the finder itself
 
 
+def test_the_finder_reads_every_layer_of_the_site():
+    assert sorted(SITE_PACKAGES) == sorted(LAYERS)  # accounts among them
+
+
 def test_the_finder_sees_reads_of_every_kind():
     reads = {(r.name, r.reader) for r in _environment_reads()[0]}
     assert ("HINDSIGHT_PORT", "env_int") in reads  # the launcher
+    assert ("HINDSIGHT_PORT", "os.environ.get") in reads  # accounts: manage.py sign_in_link
     assert ("HINDSIGHT_PG_SHARED_BUFFERS", "env_size") in reads  # embedded.py
     assert ("HINDSIGHT_RECALL_KEYWORD_ROWS", "env_int") in reads  # product_settings.py
     assert ("HINDSIGHT_HNSW_EF_SEARCH", "env_int") in reads  # inside an f-string

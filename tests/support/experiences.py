@@ -10,7 +10,7 @@ import pytest
 
 from accounts.models import Project
 from experiences.models import Experience, ExperienceRecall, ExperienceSource, MergeProposal
-from experiences.services import kb
+from experiences.services.kb_rebuilds import rebuild_status_key
 from experiences.tasks import rebuild_kb
 from traces.models import Trace
 
@@ -108,4 +108,4 @@ def forget_rebuilds(projects: list[Project]) -> None:
     from django.core.cache import cache
 
     take_queued_tasks()
-    cache.delete_many([kb.rebuild_status_key(p.pk) for p in projects])
+    cache.delete_many([rebuild_status_key(p.pk) for p in projects])

@@ -1,5 +1,7 @@
 """Trajectories and their steps: what an agent did, in order, with the labels reviewers gave."""
 
+from typing import TypeAlias
+
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
@@ -10,6 +12,17 @@ from django.db.models import F, Q
 from accounts.models.tenancy import Project
 
 
+# How a run ended, as its agent says: the one list of these words. The API's schemas take it as
+# their type (traces/schemas.py), the CHECK constraint below its values. Declared out here so
+# that Trace.Meta can read it (a nested class body does not see Trace's names); no docstring, as
+# the API's JSON schema would show it as the description of "Outcome".
+class Outcome(models.TextChoices):
+    SUCCESS = "success"
+    FAILURE = "failure"
+    PARTIAL = "partial"
+    UNKNOWN = "unknown"
+
+
 class Trace(models.Model):
     class TaskType(models.TextChoices):
         QUERY = "query"
@@ -17,11 +30,8 @@ class Trace(models.Model):
         ANALYSIS = "analysis"
         OTHER = "other"
 
-    class Outcome(models.TextChoices):
-        SUCCESS = "success"
-        FAILURE = "failure"
-        PARTIAL = "partial"
-        UNKNOWN = "unknown"
+    # An alias mypy reads as the class (a `type` statement would make no class at runtime).
+    Outcome: TypeAlias = Outcome  # noqa: UP040
 
     class ReviewStatus(models.TextChoices):
         PENDING = "pending"
@@ -95,7 +105,7 @@ class Trace(models.Model):
                 name="traces_trace_task_type_valid",
             ),
             models.CheckConstraint(
-                condition=Q(outcome__in=["success", "failure", "partial", "unknown"]),  # = Outcome
+                condition=Q(outcome__in=Outcome.values),
                 name="traces_trace_outcome_valid",
             ),
             models.CheckConstraint(

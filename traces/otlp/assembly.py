@@ -10,7 +10,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from traces.otlp.conventions import text
-from traces.schemas import OUTCOMES, StepContextIn, StepIn, TraceCompleteIn, TraceOpenIn
+from traces.schemas import (
+    OUTCOMES,
+    Outcome,
+    StepContextIn,
+    StepIn,
+    TraceCompleteIn,
+    TraceOpenIn,
+)
 
 # Field limits of the trajectory schemas (traces/schemas.py): cut here, never refused there.
 NAME_CHARS = 200
@@ -147,17 +154,17 @@ def _environment(spans: list[BufferedSpan]) -> list[str]:
     return tags[:MAX_ENVIRONMENT_TAGS]
 
 
-def _outcome(run: BufferedSpan | None, root: BufferedSpan | None) -> str:
+def _outcome(run: BufferedSpan | None, root: BufferedSpan | None) -> Outcome:
     """An explicit hindsight.outcome on the run (or root) span wins; else ERROR on either is a
     failure and OK / UNSET a success; unknown when neither the root nor an agent span came."""
     for span in (run, root):
         explicit = span.facts.get("outcome") if span else None
         if explicit in OUTCOMES:
-            return explicit
+            return Outcome(explicit)
     if run is None:
-        return "unknown"
+        return Outcome.UNKNOWN
     failed = any(span is not None and span.facts.get("is_error") for span in (run, root))
-    return "failure" if failed else "success"
+    return Outcome.FAILURE if failed else Outcome.SUCCESS
 
 
 def trajectory_build(
@@ -211,7 +218,7 @@ def trajectory_build(
         llm_outputs = [s.content for s in steps if s.kind == "llm_reasoning" and s.content]
         final_answer = llm_outputs[-1] if llm_outputs else ""
     completion = TraceCompleteIn(
-        outcome=_outcome(run, root),  # type: ignore[arg-type]  # one of the Outcome literals
+        outcome=_outcome(run, root),
         ended_at=ended_at,
         final_answer=final_answer,
     )

@@ -3,7 +3,7 @@ reads them as behaviour): calls, calls whose result fed a later step, whether it
 
 from traces.review.heuristic.flow import Facts
 from traces.review.scene import argument_summary
-from traces.review.types import ReviewRequest
+from traces.review.types import ReviewRequest, counts_as_success
 from traces.review.values import consumed_text
 from traces.services.tool_profiles import ToolUsage
 
@@ -28,7 +28,9 @@ def tool_usage(request: ReviewRequest) -> dict[str, ToolUsage]:
         tally[0] += 1
         tally[1] += fed
     last = calls[-1]
-    succeeded = request.trace.outcome == "success"
+    # A partial run's last call is what it achieved, as a success's is: ending such a run says
+    # the tool may commit, so it must not be read as a look-up (tool_effects.behaviour_effect).
+    succeeded = counts_as_success(request.trace.outcome)
     return {
         tool: ToolUsage(
             calls=calls_,

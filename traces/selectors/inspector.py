@@ -310,6 +310,11 @@ def step_overview(*, trace: Trace, user: User) -> StepOverview:
     return overview
 
 
+def trace_in_projects(*, trace_id: int, projects: list[Project]) -> Trace | None:
+    """A trace of one of `projects`, with its project (what a step's action needs)."""
+    return Trace.objects.filter(pk=trace_id, project__in=projects).select_related("project").first()
+
+
 def trace_for_inspector(*, trace_id: int, projects: list[Project]) -> Trace | None:
     """A trace with its reviews and experiences, not its steps (step_window draws those)."""
     return (

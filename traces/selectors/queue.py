@@ -14,6 +14,7 @@ from accounts.models import Project
 from core.pagination import RankedPage, capped_count, paginate_by_rank
 from traces.known_values import trace_known_values
 from traces.models import ReviewClaim, Step, Trace
+from traces.review.types import went_wrong
 from traces.selectors.trace_list import LIST_COLUMNS
 
 
@@ -23,12 +24,11 @@ class QueueReason:
     `reason * RANK_SPAN` plus the lowest confidence of the unchecked machine labels in
     thousandths (999 when none has one): within a reason, the least confident come first."""
 
-    FAILURE = 0  # a failed or partial run: its lesson and warnings rest on the steps it blames
+    FAILURE = 0  # a run that went wrong: its lesson and warnings rest on the steps it blames
     DISAGREEMENT = 1  # a person changed a label the machine set: the others are doubtful too
     LOW_CONFIDENCE = 2  # the reviewer itself was unsure of some steps
     UNCHECKED = 3  # machine labels nobody has looked at yet
     RANK_SPAN = 1000
-    FAILED_OUTCOMES = (Trace.Outcome.FAILURE, Trace.Outcome.PARTIAL)
 
     # The `why` filter of /queue/ names them by these slugs.
     SLUGS = {
@@ -53,7 +53,7 @@ class QueueReason:
     @classmethod
     def for_counts(cls, *, outcome: str, changed: int, lowest: float | None) -> int:
         """The reason the trigger's SQL gives, from the same facts (what the row says)."""
-        if outcome in cls.FAILED_OUTCOMES:
+        if went_wrong(outcome):
             return cls.FAILURE
         if changed:
             return cls.DISAGREEMENT
@@ -312,5 +312,14 @@ def claim_live_on(*, trace: Trace) -> ReviewClaim | None:
             expires_at__gt=timezone.now(),
         )  # fmt: skip
         .select_related("user")
+        .first()
+    )
+
+
+def claim_of_user(*, claim_id: int, user: User, projects: list[Project]) -> ReviewClaim | None:
+    """One of the user's own claims (finished or not), in one of `projects`."""
+    return (
+        ReviewClaim.objects.filter(pk=claim_id, user=user, project__in=projects)
+        .select_related("trace", "project")
         .first()
     )

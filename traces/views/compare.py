@@ -6,9 +6,8 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from accounts.dashboard import dashboard_for
+from accounts.dashboard import found_in_projects
 from core.http import AuthedRequest
-from traces.models import Trace
 from traces.presentation import compare_rows
 from traces.selectors.compare import steps_aligned, trace_other_runs
 from traces.selectors.inspector import trace_inspect
@@ -38,17 +37,14 @@ def _asked(request: AuthedRequest) -> tuple[str, str, str]:
     return a, b, ""
 
 
-def _get_trace_for_user(request: AuthedRequest, trace_id: str) -> Trace | None:
-    return trace_inspect(trace_id=int(trace_id), projects=dashboard_for(request).projects)
-
-
 @require_GET
 @login_required
 def trace_compare(request: AuthedRequest) -> HttpResponse:
     a, b, error = _asked(request)
     if error or not a:
         return _pick(request, a=a, b=b, error=error, status=400 if error else 200)
-    first = _get_trace_for_user(request, a)
+    # Not found is the picking form again, saying so (a 404 with it, not a bare 404 page).
+    first = found_in_projects(request, trace_inspect, trace_id=int(a))
     if first is None:
         return _pick(request, a=a, b=b, status=404, error=f"Trace #{a} is not in your projects.")
     if not b or a == b:
@@ -57,7 +53,7 @@ def trace_compare(request: AuthedRequest) -> HttpResponse:
         return _pick(
             request, a=a, first=first, other_runs=runs, error=error, status=400 if b else 200
         )
-    second = _get_trace_for_user(request, b)
+    second = found_in_projects(request, trace_inspect, trace_id=int(b))
     if second is None:
         return _pick(request, a=a, b=b, status=404, error=f"Trace #{b} is not in your projects.")
     rows = compare_rows(steps_aligned(first, second))

@@ -11,11 +11,11 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts.dashboard import dashboard_for
+from accounts.dashboard import object_in_projects
 from accounts.services.audit import audit_event
 from core.errors import DomainError
 from core.http import AuthedRequest
-from core.pages import navigate, vary_on_htmx, wants_partial
+from core.pages import navigate, render_page_or_partial, vary_on_htmx, wants_partial
 from traces.forms import RelabelForm
 from traces.models import Review, ReviewClaim, Step, Trace
 from traces.presentation import (
@@ -35,6 +35,7 @@ from traces.selectors.inspector import (
     step_window,
     steps_with_opinions,
     trace_for_inspector,
+    trace_in_projects,
     trace_models,
 )
 from traces.selectors.queue import claim_live_on, claim_open_for, queue_reason_of
@@ -44,14 +45,7 @@ from traces.services.labels import LabelConflict
 
 def _get_trace_for_user(request: AuthedRequest, trace_id: int) -> Trace:
     """A trace of one of the user's projects, or 404 (never 403: ids of others stay unknown)."""
-    trace = (
-        Trace.objects.filter(pk=trace_id, project__in=dashboard_for(request).projects)
-        .select_related("project")
-        .first()
-    )
-    if trace is None:
-        raise Http404("trace not found")
-    return trace
+    return object_in_projects(request, trace_in_projects, "trace", trace_id=trace_id)
 
 
 # The claims of others this browser chose to label through ("Label anyway"), by claim id.
@@ -127,18 +121,16 @@ def _inspector_context(request: AuthedRequest, trace: Trace, show: str) -> dict[
 def trace_detail(request: AuthedRequest, trace_id: int) -> HttpResponse:
     """The inspector; for htmx, one window of its steps (?after=, ?before=, ?at=), which the
     page asks for as the reader scrolls or jumps; without JS the same links load whole pages."""
-    trace = trace_for_inspector(trace_id=trace_id, projects=dashboard_for(request).projects)
-    if trace is None:
-        raise Http404("trace not found")
+    trace = object_in_projects(request, trace_for_inspector, "trace", trace_id=trace_id)
     trace_decorate(trace)
     show = request.GET.get("show", "")
     show = show if show in STEP_FILTERS else ""
     window = step_window(trace=trace, show=show, user=request.user, **_window_asked(request))
     context = {"trace": trace, "window": _window_ready(request, trace, window), "show": show}
-    if wants_partial(request):
-        return vary_on_htmx(render(request, "traces/detail.html#steps", context))
-    context.update(_inspector_context(request, trace, show))
-    return vary_on_htmx(render(request, "traces/detail.html", context))
+    return render_page_or_partial(
+        request, "traces/detail.html", "steps", context,
+        page_context=lambda: _inspector_context(request, trace, show),
+    )  # fmt: skip
 
 
 @require_GET

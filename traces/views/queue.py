@@ -2,13 +2,13 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts.dashboard import dashboard_for, project_page
+from accounts.dashboard import dashboard_for, object_in_projects, project_page
 from accounts.selectors.access import ProjectAccess
 from core.errors import DomainError
 from core.http import AuthedRequest
@@ -18,6 +18,7 @@ from traces.forms import QueueFilterForm
 from traces.models import ReviewClaim
 from traces.selectors.inspector import parse_label_versions
 from traces.selectors.queue import (
+    claim_of_user,
     claim_open_for,
     queue_page,
     queue_reason_of,
@@ -100,16 +101,8 @@ TIME_FORMAT = FORMATS["time"]  # the pages' one form of an hour
 
 
 def _get_claim_for_user(request: AuthedRequest, claim_id: int) -> ReviewClaim:
-    claim = (
-        ReviewClaim.objects.filter(
-            pk=claim_id, user=request.user, project__in=dashboard_for(request).projects
-        )
-        .select_related("trace", "project")
-        .first()
-    )
-    if claim is None:
-        raise Http404("claim not found")
-    return claim
+    """One of the user's own claims, or 404 (another reviewer's is not found either)."""
+    return object_in_projects(request, claim_of_user, "claim", claim_id=claim_id, user=request.user)
 
 
 @require_POST

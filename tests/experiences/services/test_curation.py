@@ -10,7 +10,8 @@ from django.contrib.auth import get_user_model
 from accounts.models import AuditEvent
 from core.errors import Conflict, InvalidInput
 from experiences.models import Experience, KbArticle, MergeProposal
-from experiences.services import curation, kb
+from experiences.services import curation
+from experiences.services.kb_articles import kb_article_edit, kb_rebuild
 from tests.experiences.services.test_dedup import make
 
 pytestmark = pytest.mark.django_db
@@ -159,7 +160,7 @@ def test_kb_groups_promoted_experiences_by_tool(project):
     )
     promoted(project, tools=["kubectl"], advice="When you roll out, use kubectl rollout status.")
     make(project, tools=["terraform"], status="approved")
-    articles = {a.key: a for a in kb.kb_rebuild(project=project)}
+    articles = {a.key: a for a in kb_rebuild(project=project)}
 
     assert set(articles) == {"tool:docker_logs", "tool:kubectl"}
     body = articles["tool:docker_logs"].body
@@ -170,15 +171,15 @@ def test_kb_groups_promoted_experiences_by_tool(project):
 
 def test_an_edited_article_survives_a_rebuild(project, admin_user):
     promoted(project)
-    (article,) = kb.kb_rebuild(project=project)
-    kb.kb_article_edit(
+    (article,) = kb_rebuild(project=project)
+    kb_article_edit(
         project=project,
         article_id=article.pk,
         title="Restarts",
         body="Read the logs.",
         user=admin_user,
     )
-    kb.kb_rebuild(project=project)
+    kb_rebuild(project=project)
     article.refresh_from_db()
     assert (article.title, article.body, article.is_edited) == (
         "Restarts",
@@ -189,14 +190,14 @@ def test_an_edited_article_survives_a_rebuild(project, admin_user):
 
 def test_the_llm_writes_articles_when_configured(project, llm_settings):
     promoted(project)
-    (article,) = kb.kb_rebuild(project=project)
+    (article,) = kb_rebuild(project=project)
     assert article.generated_by == "llm" and article.body.startswith("MERGED:")
 
 
 def test_exports_are_reproducible_and_complete(project, api_for, make_key):
     promoted(project, tools=["docker_logs"])
     promoted(project, tools=["kubectl"], advice="Use kubectl rollout status.")
-    kb.kb_rebuild(project=project)
+    kb_rebuild(project=project)
     client = api_for(make_key(project, ("read",)))
 
     first = client.get("kb/export", {"format": "markdown"})

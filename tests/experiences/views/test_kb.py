@@ -7,7 +7,8 @@ import pytest
 
 from accounts.models import AuditEvent
 from experiences.models import KbArticle
-from experiences.services import kb
+from experiences.services.kb_articles import kb_rebuild
+from experiences.services.kb_export import kb_export_jsonl, kb_export_markdown_zip
 from tests.support.pages import HTMX, count_queries
 
 
@@ -66,7 +67,7 @@ def test_an_admin_rebuilds_and_sees_articles_by_tool_and_task_type(
 
 
 def test_reviewers_read_but_cannot_rebuild_or_edit(client_for, reviewer, project, promoted):
-    kb.kb_rebuild(project=project)
+    kb_rebuild(project=project)
     article = KbArticle.objects.first()
     client = client_for(reviewer)
 
@@ -81,7 +82,7 @@ def test_reviewers_read_but_cannot_rebuild_or_edit(client_for, reviewer, project
 
 
 def test_the_edit_partial_and_the_edit_page(client_for, admin_user, project, promoted):
-    kb.kb_rebuild(project=project)
+    kb_rebuild(project=project)
     article = KbArticle.objects.get(key="tool:kubectl")
     client = client_for(admin_user)
 
@@ -98,7 +99,7 @@ def test_the_edit_partial_and_the_edit_page(client_for, admin_user, project, pro
 def test_an_edited_article_is_saved_and_survives_a_rebuild(
     client_for, admin_user, project, promoted, run_queued_rebuild
 ):
-    kb.kb_rebuild(project=project)
+    kb_rebuild(project=project)
     article = KbArticle.objects.get(key="tool:kubectl")
     client = client_for(admin_user)
 
@@ -118,7 +119,7 @@ def test_an_edited_article_is_saved_and_survives_a_rebuild(
 
 
 def test_an_article_needs_a_title_and_a_body(client_for, admin_user, project, promoted):
-    kb.kb_rebuild(project=project)
+    kb_rebuild(project=project)
     article = KbArticle.objects.first()
 
     response = client_for(admin_user).post(
@@ -129,7 +130,7 @@ def test_an_article_needs_a_title_and_a_body(client_for, admin_user, project, pr
 
 
 def test_an_edit_without_htmx_goes_back_to_the_article(client_for, admin_user, project, promoted):
-    kb.kb_rebuild(project=project)
+    kb_rebuild(project=project)
     article = KbArticle.objects.first()
 
     response = client_for(admin_user).post(
@@ -140,7 +141,7 @@ def test_an_edit_without_htmx_goes_back_to_the_article(client_for, admin_user, p
 
 
 def test_another_projects_article_is_not_found(client_for, outsider, project, promoted):
-    kb.kb_rebuild(project=project)
+    kb_rebuild(project=project)
     article = KbArticle.objects.first()
 
     assert client_for(outsider).get(f"/kb/articles/{article.pk}/edit/").status_code == 404
@@ -149,7 +150,7 @@ def test_another_projects_article_is_not_found(client_for, outsider, project, pr
 
 @pytest.mark.parametrize("user", ["admin_user", "reviewer"])
 def test_exports_download_the_same_files_as_the_api(client_for, project, promoted, request, user):
-    kb.kb_rebuild(project=project)
+    kb_rebuild(project=project)
     client = client_for(request.getfixturevalue(user))
 
     markdown = client.get("/kb/export/?format=markdown")
@@ -157,10 +158,10 @@ def test_exports_download_the_same_files_as_the_api(client_for, project, promote
 
     assert markdown["Content-Type"] == "application/zip"
     assert markdown["Content-Disposition"] == 'attachment; filename="acme-kb.zip"'
-    assert markdown.content == kb.kb_export_markdown_zip(project=project)
+    assert markdown.content == kb_export_markdown_zip(project=project)
     assert "tool-docker-logs.md" in zipfile.ZipFile(io.BytesIO(markdown.content)).namelist()
     assert jsonl["Content-Disposition"] == 'attachment; filename="acme-kb.jsonl"'
-    assert jsonl.content.decode() == kb.kb_export_jsonl(project=project)
+    assert jsonl.content.decode() == kb_export_jsonl(project=project)
     assert len(jsonl.content.splitlines()) == 3
 
 
@@ -181,11 +182,11 @@ def test_the_page_reads_a_constant_number_of_queries(
 ):
     client = client_for(admin_user)
     make_experience(project, status="promoted", tools=["a"])
-    kb.kb_rebuild(project=project)
+    kb_rebuild(project=project)
     few = count_queries(client, "/kb/")
     for tool in "bcdefg":
         make_experience(project, status="promoted", tools=[tool])
-    kb.kb_rebuild(project=project)
+    kb_rebuild(project=project)
     KbArticle.objects.filter(key="tool:b").update(is_edited=True, edited_by=admin_user)
     many = count_queries(client, "/kb/")
 

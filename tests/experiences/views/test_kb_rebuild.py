@@ -9,7 +9,9 @@ from django.utils import timezone
 
 from accounts.models import AuditEvent
 from experiences.models import KbArticle
-from experiences.services import kb
+from experiences.services import kb_rebuilds
+from experiences.services.kb_articles import kb_rebuild
+from experiences.services.kb_export import kb_export_jsonl, kb_export_markdown_zip
 from experiences.tasks import rebuild_kb
 from tests.support.experiences import forget_rebuilds, take_queued_tasks
 from tests.support.pages import HTMX
@@ -38,14 +40,14 @@ def _nothing_queued_before() -> None:
 @pytest.fixture
 def queued(project, admin_user):
     """A rebuild queued by the admin (its task taken out of the broker: no worker here)."""
-    rebuild, _ = kb.kb_rebuild_request(project=project, user=admin_user)
+    rebuild, _ = kb_rebuilds.kb_rebuild_request(project=project, user=admin_user)
     take_queued_tasks()
     yield rebuild
     forget_rebuilds([project])
 
 
-def put_status(project, rebuild: kb.KbRebuild) -> None:
-    kb._status_save(project.pk, rebuild)
+def put_status(project, rebuild: kb_rebuilds.KbRebuild) -> None:
+    kb_rebuilds._status_save(project.pk, rebuild)
 
 
 def test_a_rebuild_is_queued_and_the_page_polls_its_status(client_for, admin_user, project):
@@ -57,7 +59,7 @@ def test_a_rebuild_is_queued_and_the_page_polls_its_status(client_for, admin_use
     assert f'hx-get="{STATUS}" hx-trigger="every 1s"' in body
     assert 'id="kb-rebuild"' not in body  # no second button while one is queued
     ((name, args),) = take_queued_tasks()
-    rebuild = kb.kb_rebuild_status(project=project)
+    rebuild = kb_rebuilds.kb_rebuild_status(project=project)
     assert (name, args) == ("experiences.rebuild_kb", [project.pk, rebuild.id, admin_user.pk])
     forget_rebuilds([project])
 
@@ -67,7 +69,7 @@ def test_a_second_click_shows_the_rebuild_already_queued(client_for, admin_user,
 
     assert "A rebuild requested by ada is already queued." in response.content.decode()
     assert take_queued_tasks() == []
-    assert kb.kb_rebuild_status(project=project).id == queued.id
+    assert kb_rebuilds.kb_rebuild_status(project=project).id == queued.id
 
 
 def test_the_status_partial_shows_the_progress(client_for, reviewer, project, queued):
@@ -120,7 +122,7 @@ def test_a_failed_rebuild_says_why_and_an_admin_retries_it(
     assert "Retry the rebuild" in admin_page and "Retry" not in reviewer_page
     assert "The rebuild failed" in reviewer_page
     assert "Rebuild queued by ada" in retried
-    assert kb.kb_rebuild_status(project=project).id != queued.id
+    assert kb_rebuilds.kb_rebuild_status(project=project).id != queued.id
 
 
 @pytest.mark.parametrize("state", ["queued", "running"])
@@ -140,13 +142,13 @@ def test_a_rebuild_without_news_past_the_time_limit_counts_as_failed(
 
 def test_reviewers_cannot_queue_a_rebuild(client_for, reviewer, project):
     assert client_for(reviewer).post("/kb/rebuild/").status_code == 403
-    assert kb.kb_rebuild_status(project=project) is None
+    assert kb_rebuilds.kb_rebuild_status(project=project) is None
 
 
 def test_with_redis_down_the_page_says_so_instead_of_failing(
     client_for, admin_user, project, promoted, redis_control
 ):
-    kb.kb_rebuild(project=project)
+    kb_rebuild(project=project)
     client = client_for(admin_user)
     redis_control.stop()
 
@@ -167,13 +169,13 @@ def test_the_task_writes_the_articles_and_records_its_progress(
     project, admin_user, promoted, queued, monkeypatch
 ):
     seen: list[tuple[str, int, int]] = []
-    save = kb._status_save
+    save = kb_rebuilds._status_save
 
     def recording_save(project_id, rebuild):
         seen.append((rebuild.state, rebuild.done, rebuild.total))
         save(project_id, rebuild)
 
-    monkeypatch.setattr(kb, "_status_save", recording_save)
+    monkeypatch.setattr(kb_rebuilds, "_status_save", recording_save)
 
     assert rebuild_kb(project.pk, queued.id, admin_user.pk) == "rebuilt"
 
@@ -185,7 +187,7 @@ def test_the_task_writes_the_articles_and_records_its_progress(
         ("running", 3, 3),
         ("done", 3, 3),
     ]
-    done = kb.kb_rebuild_status(project=project)
+    done = kb_rebuilds.kb_rebuild_status(project=project)
     assert (done.articles, done.requested_by) == (3, "ada") and done.finished_at is not None
     assert KbArticle.objects.filter(project=project).count() == 3
     assert AuditEvent.objects.filter(action="kb.rebuild", actor_user=admin_user).exists()
@@ -196,12 +198,12 @@ def test_a_rebuild_that_raises_is_recorded_as_failed(project, promoted, queued, 
     def broken(**kwargs):
         raise RuntimeError("the disk is full")
 
-    monkeypatch.setattr(kb, "kb_rebuild", broken)
+    monkeypatch.setattr(kb_rebuilds, "kb_rebuild", broken)
 
     with pytest.raises(RuntimeError):
         rebuild_kb(project.pk, queued.id, None)
 
-    failed = kb.kb_rebuild_status(project=project)
+    failed = kb_rebuilds.kb_rebuild_status(project=project)
     assert (failed.state, failed.error) == ("failed", "RuntimeError: the disk is full")
 
 
@@ -215,19 +217,17 @@ def test_a_second_delivery_of_a_running_rebuild_leaves_it_alone(project, promote
 
         assert rebuild_kb(project.pk, queued.id, None) == "already running"
 
-    assert kb.kb_rebuild_status(project=project).state == "running"
+    assert kb_rebuilds.kb_rebuild_status(project=project).state == "running"
     assert not KbArticle.objects.exists()
 
 
 def test_rebuilds_in_the_worker_give_byte_identical_exports(project, admin_user, promoted):
     exports = []
     for _ in range(2):
-        rebuild, queued = kb.kb_rebuild_request(project=project, user=admin_user)
+        rebuild, queued = kb_rebuilds.kb_rebuild_request(project=project, user=admin_user)
         ((_name, args),) = take_queued_tasks()
         assert queued and rebuild_kb(*args) == "rebuilt"
-        exports.append(
-            (kb.kb_export_markdown_zip(project=project), kb.kb_export_jsonl(project=project))
-        )
+        exports.append((kb_export_markdown_zip(project=project), kb_export_jsonl(project=project)))
     forget_rebuilds([project])
 
     assert exports[0] == exports[1]
@@ -269,7 +269,7 @@ def test_a_slow_llm_writer_shows_its_progress_and_a_second_click_joins_it(
     client = client_for(admin_user)
     try:
         client.post("/kb/rebuild/")
-        first = kb.kb_rebuild_status(project=project)
+        first = kb_rebuilds.kb_rebuild_status(project=project)
         progress = wait_until(
             lambda: (
                 "Rebuilding: 1 of 3 articles written."
@@ -279,13 +279,15 @@ def test_a_slow_llm_writer_shows_its_progress_and_a_second_click_joins_it(
             timeout=30,
         )
         again = client.post("/kb/rebuild/", follow=True).content.decode()
-        wait_until(lambda: kb.kb_rebuild_status(project=project).state == "done", timeout=30)
+        wait_until(
+            lambda: kb_rebuilds.kb_rebuild_status(project=project).state == "done", timeout=30
+        )
     finally:
         worker.stop()
 
     assert '<progress value="1" max="3"' in progress
     assert "A rebuild requested by ada is already running." in again
-    assert kb.kb_rebuild_status(project=project).id == first.id
+    assert kb_rebuilds.kb_rebuild_status(project=project).id == first.id
     assert len(fake_openai.chat_requests) == 3  # one rebuild, three articles
     assert set(KbArticle.objects.values_list("generated_by", flat=True)) == {"llm"}
     forget_rebuilds([project])

@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 from accounts.models import AuditEvent
 from experiences.models import Experience, ExperienceMerge, KbArticle, MergeProposal
-from experiences.services import kb
+from experiences.services.kb_articles import kb_rebuild
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -264,7 +264,7 @@ def test_a_finished_rebuild_does_not_reload_over_an_article_being_edited(
     make_experience(
         project, status="promoted", tools=["docker_logs"], advice="Read docker_logs first."
     )
-    kb.kb_rebuild(project=project)  # an article to edit
+    kb_rebuild(project=project)  # an article to edit
     article = KbArticle.objects.get()
     login(page.context, admin_user)
 

@@ -126,6 +126,19 @@ def test_someone_elses_claim_cannot_be_finished(
     assert client_for(outsider).post(f"/queue/{claim.pk}/finish/").status_code == 404
 
 
+def test_a_colleagues_claim_cannot_be_finished_or_released(
+    client_for, reviewer, admin_user, project, make_trace
+):
+    make_trace(project)
+    claim = claim_next(project=project, user=reviewer)
+    colleague = client_for(admin_user)  # of the same project, even an admin
+
+    assert colleague.post(f"/queue/{claim.pk}/finish/").status_code == 404
+    assert colleague.post(f"/queue/{claim.pk}/release/").status_code == 404
+    claim.refresh_from_db()
+    assert claim.finished_at is None and claim.released_at is None
+
+
 def test_releasing_gives_the_trace_back(client_for, reviewer, admin_user, project, make_trace):
     make_trace(project)
     client = client_for(reviewer)

@@ -2,6 +2,7 @@
 follows a changed threshold after `queue_reprioritise`, and a queue page costs the same queries
 however many trajectories wait."""
 
+import re
 from io import StringIO
 
 from django.core.management import call_command
@@ -9,6 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from traces.models import Step, Trace
+from traces.review.types import WENT_WRONG_OUTCOMES
 from traces.selectors.queue import QueueReason, queue_candidates
 
 
@@ -128,7 +130,8 @@ def test_the_trigger_knows_the_machine_sources_and_reasons_of_the_code(db):
         (source,) = cursor.fetchone()
     assert all(f"'{s}'" in source for s in Step.MACHINE_LABEL_SOURCES)
     assert "'human'" in source
-    assert "outcome IN (" + ", ".join(f"'{o}'" for o in QueueReason.FAILED_OUTCOMES) + ")" in source
+    (failed,) = re.findall(r"outcome IN \(([^)]*)\) THEN", source)
+    assert {o.strip().strip("'") for o in failed.split(",")} == WENT_WRONG_OUTCOMES
     reasons = (
         QueueReason.FAILURE, QueueReason.DISAGREEMENT, QueueReason.LOW_CONFIDENCE,
         QueueReason.UNCHECKED,

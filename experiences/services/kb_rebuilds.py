@@ -1,13 +1,10 @@
-"""The knowledge base: promoted experiences as best-practice articles, and their export.
+"""Rebuilding a project's knowledge base in the worker: the request, its status, the run.
 
-Articles are written by `kb_articles` (one per primary tool or task type, from a template or the
-configured LLM; an edited article is kept as edited) and exported by `kb_export`
-(deterministic files); both are importable from here, as the views, the API and the tests do.
-
-A rebuild from the dashboard runs in the worker (an LLM writer can take minutes): the request
-queues it, and its state (queued, running n of m, done, failed and why) is kept in Redis, where
-the page polls it. One rebuild per project at a time: a second request gets the queued or
-running one back. This module is that side: the status, the request and the worker's run.
+The articles themselves are written by `kb_articles.kb_rebuild` (one per primary tool or task
+type, from a template or the configured LLM) and exported by `kb_export`. A rebuild from the
+dashboard runs in the worker (an LLM writer can take minutes): the request queues it, and its
+state (queued, running n of m, done, failed and why) is kept in Redis, where the page polls it.
+One rebuild per project at a time: a second request gets the queued or running one back.
 """
 
 import logging
@@ -28,44 +25,7 @@ from redis.exceptions import RedisError
 
 from accounts.models import Project
 from core.errors import DomainError
-from experiences.services.kb_articles import (
-    REWRITE_PROMPT,
-    group_key,
-    kb_article_edit,
-    kb_rebuild,
-    template_body,
-)
-from experiences.services.kb_export import (
-    ZIP_TIME,
-    kb_export_file,
-    kb_export_jsonl,
-    kb_export_markdown_zip,
-)
-
-__all__ = [
-    "DONE",
-    "FAILED",
-    "NOT_QUEUED",
-    "QUEUED",
-    "REBUILD_TASK",
-    "REWRITE_PROMPT",
-    "RUNNING",
-    "STATUS_TTL",
-    "ZIP_TIME",
-    "KbRebuild",
-    "KbRebuildUnavailable",
-    "group_key",
-    "kb_article_edit",
-    "kb_export_file",
-    "kb_export_jsonl",
-    "kb_export_markdown_zip",
-    "kb_rebuild",
-    "kb_rebuild_request",
-    "kb_rebuild_run",
-    "kb_rebuild_status",
-    "rebuild_status_key",
-    "template_body",
-]
+from experiences.services.kb_articles import kb_rebuild
 
 logger = logging.getLogger(__name__)
 
