@@ -26,7 +26,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -110,10 +110,10 @@ def candidates_scored(
     """Rows of `candidates_sql` as items, best score first (the best `limit` of them).
 
     relevance = (1 - HINDSIGHT_RECALL_KEYWORD_WEIGHT) × similarity + weight × keyword share,
-    then decay, environment and evidence. A candidate below HINDSIGHT_RECALL_MIN_SIMILARITY that
-    no keyword found is dropped; a keyword match is kept whatever its vector. Every candidate is
-    scored from its columns; only the items returned are built (their path decoded): building
-    all 80 cost ~1 ms per recall.
+    then decay (by the evidence's age in whole hours), environment and evidence. A candidate
+    below HINDSIGHT_RECALL_MIN_SIMILARITY that no keyword found is dropped; a keyword match is
+    kept whatever its vector. Every candidate is scored from its columns; only the items
+    returned are built (their path decoded): building all 80 cost ~1 ms per recall.
     """
     found: dict[int, tuple[list[Any], float, float]] = {}
     vector_rows, keyword_rows = [], []
@@ -138,7 +138,9 @@ def candidates_scored(
         if "keyword" not in ranks[experience_id] and similarity < minimum:
             continue
         match = environment_match(query.environment, columns[_AT["environment"]])
-        age_days = (now - columns[_AT["evidence_at"]]).total_seconds() / 86400
+        # In whole hours: two recalls a moment apart rank alike (an age in seconds reordered
+        # near-ties from one call to the next), and a half-life of hours still decays.
+        age_days = (now - columns[_AT["evidence_at"]]) // timedelta(hours=1) / 24
         decay = round(decay_factor(age_days=age_days, polarity=columns[_AT["polarity"]]), 4)
         environment = mismatch if match is False else 1.0
         evidence = round(

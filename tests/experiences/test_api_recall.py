@@ -235,6 +235,22 @@ def test_old_evidence_ranks_below_fresh_evidence(recall_api, project):
     assert items[1]["score_parts"]["decay"] == pytest.approx(0.25, abs=0.01)
 
 
+def test_evidence_minutes_apart_decays_alike_so_repeated_recalls_rank_alike(recall_api, project):
+    """Ages count in whole hours: an age in seconds gave the newer of two equally relevant items
+    a lead of 1e-4 a few minutes long, and the same query asked twice could swap them."""
+    now = timezone.now()
+    earlier = make_experience(project, evidence_at=now - timedelta(minutes=50))
+    make_experience(project, evidence_at=now - timedelta(seconds=5))
+    older = make_experience(project, evidence_at=now - timedelta(days=2, minutes=30))
+
+    items = recall_api.post("recall", {"task": "container keeps restarting"}).json()["items"]
+
+    decays = {i["experience_id"]: i["score_parts"]["decay"] for i in items}
+    assert decays[earlier.pk] == 1.0 and items[0]["score"] == items[1]["score"]
+    assert decays[older.pk] == pytest.approx(0.5 ** (48 / 24 / 30), abs=1e-4)
+    assert items[-1]["experience_id"] == older.pk
+
+
 def test_another_environment_is_down_weighted_and_flagged_not_hidden(recall_api, project):
     make_experience(project, environment=["k8s"])
     response = recall_api.post(
