@@ -7,7 +7,9 @@
 Public runs by others (../shared/datasets, converted by bench/datasets) go through the product
 as a user's would: a fresh site (`hindsight run` on a temp data dir, offline reviewer and local
 embeddings), one project per dataset, the history posted with `POST /api/v1/traces/batch`,
-review (and dedup) waited for, then every probe asked with `POST /api/v1/recall` (k 5, the
+review (and dedup) waited for, the keyword statistics refreshed (what beat's minute does on a
+user's site: bench/site_api.keyword_statistics_refresh), then every probe asked with
+`POST /api/v1/recall` (k 5, the
 agent's tool set, candidates included: nobody has approved anything yet).
 
 Splits and relevance (fixed before any tuning):
@@ -62,7 +64,7 @@ from bench.lesson_quality import lesson_figures, right_tools_first  # noqa: E402
 from bench.quality_report import print_figures  # noqa: E402
 from bench.ranking import Dense, K, TfIdf, ranking_figures  # noqa: E402
 from bench.review_quality import advice_problems, gold_figures, review_figures  # noqa: E402
-from bench.site_api import Api, Db, create_key  # noqa: E402
+from bench.site_api import Api, Db, create_key, keyword_statistics_refresh  # noqa: E402
 from bench.splits import ENVIRONMENT, TOOLS, Split, family, slice_arg, split, unseen_split  # noqa: E402
 
 __all__ = ["advice_problems", "main"]  # advice_problems: tests/bench check it through here
@@ -223,6 +225,7 @@ def evaluate(site: Site, base: str, data: Split, show_misses: bool = False) -> t
     history_ingest(site, api, data.history)
     waited = db.wait_idle(project)
     review_seconds = time.monotonic() - started
+    keyword_statistics_refresh(site)
     print(f"[{data.dataset}] {len(data.history)} history runs reviewed in {review_seconds:.1f} s",
           file=sys.stderr)  # fmt: skip
     unseen_tasks = data.dataset == "webshop"  # its probes are tasks never seen
@@ -253,6 +256,7 @@ def evaluate_unseen(site: Site, base: str, data: Split, show_misses: bool) -> di
     project = db.project_id(data.dataset)
     history_ingest(site, api, data.history)
     db.wait_idle(project)
+    keyword_statistics_refresh(site)
     figures, answers = ranking_against_baselines(
         api, db, data, project, show_misses, by_family=True
     )

@@ -103,3 +103,24 @@ def create_key(site: Site, project: str) -> str:
     if done.returncode != 0:
         raise RuntimeError(f"create_api_key failed:\n{done.stderr[-3000:]}")
     return done.stdout.strip().splitlines()[-1]
+
+
+REFRESH_KEYWORD_STATISTICS = (
+    "from experiences.services.keyword_stats import keyword_stats_refresh; "
+    "keyword_stats_refresh(force=True)"
+)
+
+
+def keyword_statistics_refresh(site: Site) -> None:
+    """What beat's minute and autovacuum do on a user's site once a burst of reviews is over
+    (the benchmark site runs `--no-beat`): analyze the library and copy the word statistics
+    recall weighs its keywords by. Without it the probes met the statistics of whenever the
+    worker last analyzed, a moment that depends on timing, and two serial runs of one code
+    ranked near-ties differently."""
+    done = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "python"), "manage.py", "shell", "-c",
+         REFRESH_KEYWORD_STATISTICS],
+        cwd=ROOT, env=site.env, capture_output=True, text=True,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"the keyword statistics were not refreshed:\n{done.stderr[-3000:]}")
