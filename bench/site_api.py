@@ -94,15 +94,21 @@ class Db:
         return dict(rows)
 
 
-def create_key(site: Site, project: str) -> str:
+def manage(site: Site, *arguments: str) -> str:
+    """`manage.py ARGUMENTS` on the site's database and broker (as its operator would run it);
+    its standard output."""
     done = subprocess.run(
-        [str(ROOT / ".venv" / "bin" / "python"), "manage.py", "create_api_key",
-         "--project", project, "--scopes", "ingest,recall,admin"],
+        [str(ROOT / ".venv" / "bin" / "python"), "manage.py", *arguments],
         cwd=ROOT, env=site.env, capture_output=True, text=True,
     )  # fmt: skip
     if done.returncode != 0:
-        raise RuntimeError(f"create_api_key failed:\n{done.stderr[-3000:]}")
-    return done.stdout.strip().splitlines()[-1]
+        raise RuntimeError(f"manage.py {arguments[0]} failed:\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def create_key(site: Site, project: str) -> str:
+    answer = manage(site, "create_api_key", "--project", project, "--scopes", "ingest,recall,admin")
+    return answer.strip().splitlines()[-1]
 
 
 REFRESH_KEYWORD_STATISTICS = (
@@ -117,10 +123,4 @@ def keyword_statistics_refresh(site: Site) -> None:
     recall weighs its keywords by. Without it the probes met the statistics of whenever the
     worker last analyzed, a moment that depends on timing, and two serial runs of one code
     ranked near-ties differently."""
-    done = subprocess.run(
-        [str(ROOT / ".venv" / "bin" / "python"), "manage.py", "shell", "-c",
-         REFRESH_KEYWORD_STATISTICS],
-        cwd=ROOT, env=site.env, capture_output=True, text=True,
-    )  # fmt: skip
-    if done.returncode != 0:
-        raise RuntimeError(f"the keyword statistics were not refreshed:\n{done.stderr[-3000:]}")
+    manage(site, "shell", "-c", REFRESH_KEYWORD_STATISTICS)
