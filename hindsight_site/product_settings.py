@@ -112,7 +112,7 @@ HINDSIGHT_RECALL_EXACT_ROWS = env_int("HINDSIGHT_RECALL_EXACT_ROWS", 1000, minim
 # Items below this cosine similarity are not returned at all.
 HINDSIGHT_RECALL_MIN_SIMILARITY = env_float("HINDSIGHT_RECALL_MIN_SIMILARITY", 0.2, minimum=0.0)
 # An item at least this similar to the query is the very same case: its exact replay (literal
-# ids and values) is served in place of its general advice (experiences.services.recall_block).
+# ids and values) is served in place of its general advice (experiences.services.recall_cases).
 HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY = env_float(
     "HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY", 0.92, minimum=0.0
 )

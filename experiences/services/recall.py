@@ -38,13 +38,10 @@ from accounts.models import ApiKey, Project
 from experiences.embeddings import get_embedder
 from experiences.models import Experience
 from experiences.services.recall_block import (
-    Case,
     FamilyVote,
-    contrasted,
     family_ways,
     ordered,
     prompt_block,
-    same_case_of,
     servable,
     served_items,
     with_cases,
@@ -54,6 +51,12 @@ from experiences.services.recall_candidates import (
     Recalled,
     RecallQuery,
     candidate_rows,
+)
+from experiences.services.recall_cases import (
+    Case,
+    contrasted,
+    same_case_of,
+    without_longer_ways,
 )
 from experiences.services.recall_log import recall_log_write
 from experiences.services.warnings import WarningItem, warnings_for_tools
@@ -68,7 +71,7 @@ class RecallItem:
     score: float
     score_parts: dict[str, float]
     environment_match: bool | None
-    case: Case = Case()  # the same case as the query, and then its replay (recall_block)
+    case: Case = Case()  # the same case as the query, and then its replay (recall_cases)
 
 
 @dataclass(frozen=True)
@@ -215,7 +218,11 @@ def experience_recall(
     scored = candidates_scored(rows, query=query, now=now)
     vote = FamilyVote.of(scored, k=query.k)
     servable_items, known = servable(scored, query.task)
-    items = served_items(servable_items, k=query.k, family_id=vote.asked)
+    # The same case's longer ways are left out before the k are taken (recall_cases): the cases
+    # of twice k candidates, the asked family's workflow among them, are read in one query.
+    pool = served_items(servable_items, k=2 * query.k, family_id=vote.asked)
+    known = {**known, **same_case_of(pool, query.task, known)}
+    items = served_items(without_longer_ways(pool, known), k=query.k, family_id=vote.asked)
     warnings = (
         warnings_for_tools(project=project, tools=query.tools) if query.include_warnings else []
     )

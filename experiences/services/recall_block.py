@@ -35,176 +35,24 @@ Judged where they had been served to other cases, such items were neutral or mis
 always (the hand-off recipe "When you use transfer_to_human_agents, first …" misled where the
 task needed a change); the family's workflow says how many runs of the kind handed over.
 
-**The same case.** An item is the same case as the query when the query names one of the
-identifiers of the item's request (a user id, an order number: tokens with letters and digits,
-or underscored names; never a bare number or price; a code in capitals, "HXDUBJ", when the
-item's run called a tool with it) and asks a like thing (similarity at least
-HINDSIGHT_RECALL_SAME_CASE_NAMED_SIMILARITY: the same user asking about baggage after a
-cancellation is a new case), or asks nearly the same thing (similarity at least
-HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY) naming no ids but the query's. Then the exact
-replay of that run, identifiers included, is served in place of the general advice; any other
-item gives only the strategy. A failed run of the same case served beside the case's successful
-run is led by what that run did otherwise (`contrasted`): the changes it also made, the changes
-it did not make (hand-judged on τ-bench, 5 of 6 such replays went from neutral to helpful; the
-sixth was a success of the same user's near-identical request with another gold).
+**The same case** — which items are the query's own case, their replays, the contrast of a
+failed run with its case's successful one, and the longer ways left out — is recall_cases.py.
 """
 
-import json
-import re
 from collections import Counter
 from dataclasses import dataclass, replace
 
 from django.conf import settings
-from django.db import connections, router
 from django.db.models import Sum
 
 from experiences.models import Experience
+from experiences.services.recall_cases import Case, same_case_of
 from traces.review.scene import cut_at_word
-from traces.review.values import case_identifiers
 
 BLOCK_CHARS = 1000  # the whole block, header included
 LINE_CHARS = 420  # one item at most: a same case's replay, whole or nearly
 LINE_MIN_CHARS = 100  # less room than this left: the block ends (a stub would say nothing)
-SOURCES_SHOWN = 5  # source runs named per item
 _HEADER = "Experience from earlier runs (hindsight); check it fits this task:"
-
-
-@dataclass(frozen=True)
-class Case:
-    """What only the returned items need: their replay and whether they are the same case."""
-
-    same_instance: bool = False
-    replay: str = ""
-    sources: tuple[str, ...] = ()  # external ids of the runs it came from (the first few)
-    # The changes its run made, as its replay shows them (None: recorded before they were kept).
-    changes: tuple[str, ...] | None = None
-
-
-def _changes(calls) -> tuple[str, ...] | None:
-    """The changes a run made that worked, each once (distill_drafts.run_calls keeps each
-    write's literal); None when a write has no literal (reviewed before they were kept)."""
-    if isinstance(calls, str):  # Django's psycopg setup leaves jsonb undecoded
-        calls = json.loads(calls)
-    writes = [c for c in calls or () if c.get("effect") == "write"]
-    if any("literal" not in c for c in writes):
-        return None
-    return tuple(dict.fromkeys(c["literal"] for c in writes if not c.get("errored")))
-
-
-_CODE = re.compile(r"\b(?=[A-Z0-9]*[A-Z])[A-Z0-9]{5,10}\b")
-
-
-def _codes(text: str) -> set[str]:
-    """Upper-case codes ("HXDUBJ", a booking reference with no digit): an id of the query as
-    written; of an earlier run, only where its replay shows a call made with it (a word written in
-    capitals, "PLEASE", is passed to no tool)."""
-    return {code.lower() for code in _CODE.findall(text)}
-
-
-def _case_ids(request: str, replay: str) -> set[str]:
-    """The ids an earlier run's request named: case_identifiers, and the codes its calls used."""
-    return case_identifiers(request) | {c for c in _codes(request) if c.upper() in replay}
-
-
-def same_case_of(items, query_task: str, known: dict[int, Case] | None = None) -> dict[int, Case]:
-    """Each item's Case (one query for the k returned items' request and replay; the `known`
-    ones are not read again)."""
-    known = known or {}
-    ids = [item.experience.id for item in items if item.experience.id not in known]
-    if not ids:
-        return {item.experience.id: known[item.experience.id] for item in items}
-    with connections[router.db_for_read(Experience, replica=True)].cursor() as cursor:
-        # Each item's request, replay and writes (not its every call: recall's hot path), and
-        # the external ids of its first source runs.
-        cursor.execute(
-            "SELECT e.id, e.request, e.summary, e.replay, "
-            """jsonb_path_query_array(e.calls, '$[*] ? (@.effect == "write")'), """
-            "ARRAY(SELECT t.external_id FROM "
-            "experiences_experiencesource s JOIN traces_trace t ON t.id = s.trace_id WHERE "
-            "s.experience_id = e.id ORDER BY s.id LIMIT %s) FROM experiences_experience e "
-            "WHERE e.id = ANY(%s)",
-            [SOURCES_SHOWN, ids],
-        )
-        rows = {row[0]: row[1:] for row in cursor.fetchall()}
-    asked = case_identifiers(query_task) | _codes(query_task)
-    cases = {}
-    for item in items:
-        if item.experience.id in known:
-            cases[item.experience.id] = known[item.experience.id]
-            continue
-        request, summary, replay, calls, sources = rows.get(
-            item.experience.id, ("", "", "", [], [])
-        )
-        similarity = item.score_parts.get("similarity", 0.0)
-        same = (
-            bool(replay)
-            and item.experience.kind == "episode"
-            and is_same_case(asked, _case_ids(request or summary, replay), similarity)
-        )
-        cases[item.experience.id] = Case(
-            same_instance=same,
-            replay=replay if same else "",
-            sources=tuple(sources),
-            changes=_changes(calls) if same else None,
-        )
-    return cases
-
-
-CHANGES_NAMED = 3  # changes named in a failed run's contrast with its case's successful run
-
-
-def _named(changes: list[str]) -> str:
-    more = len(changes) - CHANGES_NAMED
-    return " and ".join(changes[:CHANGES_NAMED]) + (f" ({more} more)" if more > 0 else "")
-
-
-def contrasted(items, cases: dict[int, Case]) -> dict[int, Case]:
-    """Each served failed run of the query's own case, its replay led by what its case's served
-    successful run did otherwise: the change it also made, the change it did not make (ExpeL's
-    success / failure pair, for the very same case: the outcome alone never said which of a
-    failed run's changes was the mistake, or what it left undone). Only when the case's served
-    successful runs agree on their changes; the changes as the replays show them."""
-    same = [(item, cases[item.experience.id]) for item in items
-            if cases.get(item.experience.id, Case()).same_instance]  # fmt: skip
-    succeeded = [
-        case.changes
-        for item, case in same
-        if item.experience.polarity == Experience.Polarity.SUCCESS and case.changes is not None
-    ]
-    if not succeeded or len({frozenset(c) for c in succeeded}) != 1:
-        return cases
-    right = succeeded[0]
-    told = dict(cases)
-    for item, case in same:
-        if item.experience.polarity != Experience.Polarity.FAILURE or case.changes is None:
-            continue
-        missing = [c for c in right if c not in case.changes]
-        extra = [c for c in case.changes if c not in right]
-        lead = ""
-        if missing:
-            lead += (
-                f"This case's successful run also made {_named(missing)}; the failed run "
-                "below did not. "
-            )
-        if extra:
-            lead += (
-                f"Do not make {_named(extra)} again: this case's successful run did not, and "
-                "the run below failed after it. "
-            )
-        if lead:
-            told[item.experience.id] = replace(case, replay=lead + case.replay)
-    return told
-
-
-def is_same_case(asked: set[str], theirs: set[str], similarity: float) -> bool:
-    """Whether a run whose request named `theirs` is the case of a query naming `asked` (the
-    module docstring): a shared id and a like request, or a nearly equal request; never when both
-    name ids and share none (two users asking alike, "cancel my flight", are two cases)."""
-    if asked & theirs:
-        return similarity >= settings.HINDSIGHT_RECALL_SAME_CASE_NAMED_SIMILARITY
-    if asked and theirs:
-        return False
-    return similarity >= settings.HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY
 
 
 def _label(item, case: Case) -> str:

@@ -258,7 +258,7 @@ def test_recall_reads_the_replica_and_logs_on_the_primary(site):
         assert not site.replica_sql("SELECT 1 FROM experiences_experience WHERE id = %s", (second,))
         # The site's one connection to the replica ran recall's reads last: the candidate query
         # (it counts the filtered rows first; pg_stat_activity keeps the first 1 kB), then the
-        # returned items' requests and replays (recall_block.same_case_of) when there are any.
+        # returned items' requests and replays (recall_cases.same_case_of) when there are any.
         ((on_replica,),) = site.replica_sql(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
             "AND pid <> pg_backend_pid() AND (query LIKE %s OR query LIKE %s)",

@@ -2,36 +2,12 @@
 family's workflow that merely made the candidate list (pure functions of scored items)."""
 
 from dataclasses import replace
-from datetime import UTC, datetime
 
-from experiences.services.recall import RecallItem
-from experiences.services.recall_block import (
-    Case,
-    FamilyVote,
-    _case_ids,
-    _changes,
-    _codes,
-    contrasted,
-    is_same_case,
-    ordered,
-    prompt_block,
-    served_items,
-)
-from experiences.services.recall_candidates import Recalled
-from traces.review.values import case_identifiers
+from experiences.services.recall_block import FamilyVote, ordered, prompt_block, served_items
+from experiences.services.recall_cases import Case
+from tests.support.recall_items import recall_item as item
 
 CHANGE, TRANSFER = 1, 2  # two task families
-
-
-def item(
-    experience_id, score, *, kind="episode", family_id=None, same_case=False, polarity="success"
-) -> RecallItem:
-    experience = Recalled(
-        id=experience_id, advice=f"advice {experience_id}", polarity=polarity, kind=kind,
-        status="approved", environment=[], tools=[], path=[], evidence_at=datetime.now(UTC),
-        upvotes=0, downvotes=0, support_count=1, family_id=family_id, same_case_only=False,
-    )  # fmt: skip
-    return RecallItem(experience, score, {}, None, Case(same_instance=same_case))
 
 
 def test_the_family_holding_most_of_the_best_scores_is_the_asked_one():
@@ -82,27 +58,6 @@ def test_with_the_same_case_served_the_workflow_follows_it_only_if_the_case_succ
     assert FamilyVote.of(scored, k=2).unanimous and not FamilyVote.of(scored, k=3).unanimous
 
 
-def test_a_booking_code_in_capitals_is_an_id_where_the_run_called_a_tool_with_it():
-    query = "Hi! I need help with my reservation. My reservation ID is HXDUBJ. PLEASE hurry."
-    assert {"hxdubj", "please"} <= case_identifiers(query) | _codes(query)
-    request = "I'd like to change my flight in reservation HXDUBJ. PLEASE help."
-    replay = 'The same case ran before (failure): get_reservation_details "HXDUBJ"; do not …'
-    assert _case_ids(request, replay) == {"hxdubj"}  # "PLEASE" went to no tool
-    assert _case_ids(request, "The same case ran before (success): answered.") == set()
-
-
-def test_the_same_case_names_the_query_s_ids_or_asks_nearly_the_same_naming_no_other(settings):
-    settings.HINDSIGHT_RECALL_SAME_CASE_NAMED_SIMILARITY = 0.5
-    settings.HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY = 0.92
-    user, other = {"sophia_silva_7557", "h8q05l"}, {"amelia_rossi_1297", "si5ukw"}
-    assert is_same_case(user, {"sophia_silva_7557"}, 0.6)  # the same user asking a like thing
-    assert not is_same_case(user, {"sophia_silva_7557"}, 0.4)  # ... something else
-    assert not is_same_case(user, other, 0.97)  # two users asking alike: two cases
-    assert is_same_case(set(), other, 0.95)  # the query names no id: nearly the same request
-    assert is_same_case(user, set(), 0.95)
-    assert not is_same_case(set(), set(), 0.9)
-
-
 def test_a_split_vote_is_not_clear_and_a_one_sided_one_is(settings):
     settings.HINDSIGHT_RECALL_FAMILY_CLEAR_SHARE = 0.6
     split = [item(1, 0.9, family_id=TRANSFER), item(2, 0.8, family_id=CHANGE),
@@ -133,28 +88,3 @@ def test_the_block_gives_its_first_items_whole_within_a_thousand_characters():
     replay = "The same case ran before (success): " + " ".join(["call"] * 200)
     first = prompt_block(items[:1], {1: Case(same_instance=True, replay=replay)}, [])
     assert 400 < len(first.splitlines()[1]) <= 420
-
-
-def test_a_failed_run_is_contrasted_only_with_changes_recorded_and_agreed_on():
-    cancel = {"tool": "cancel_reservation", "effect": "write", "errored": False,
-              "literal": 'cancel_reservation "K1NW8N"'}  # fmt: skip
-    read = {"tool": "get_user_details", "effect": "read", "errored": False}
-    assert _changes([read, cancel, cancel]) == ('cancel_reservation "K1NW8N"',)
-    assert _changes([read, cancel | {"errored": True}]) == ()
-    assert _changes([read, {k: v for k, v in cancel.items() if k != "literal"}]) is None
-    assert _changes('[{"tool": "t", "effect": "read", "errored": false}]') == ()
-
-    failed = item(1, 0.9, polarity="failure", same_case=True)
-    ok = item(2, 0.8, same_case=True)
-    cases = {1: Case(True, "The same case ran before (failure).", changes=()),
-             2: Case(True, "The same case ran before (success).",
-                     changes=('cancel_reservation "K1NW8N"',))}  # fmt: skip
-    told = contrasted([failed, ok], cases)[1].replay
-    assert told == ("This case's successful run also made cancel_reservation \"K1NW8N\"; the "
-                    "failed run below did not. The same case ran before (failure).")  # fmt: skip
-    # Not recorded (reviewed before the changes were kept), or successes that disagree: as is.
-    unknown = cases | {1: replace(cases[1], changes=None)}
-    assert contrasted([failed, ok], unknown)[1].replay == cases[1].replay
-    other = item(3, 0.7, same_case=True)
-    disagree = cases | {3: Case(True, "The same case ran before (success).", changes=())}
-    assert contrasted([failed, ok, other], disagree)[1].replay == cases[1].replay

@@ -161,6 +161,26 @@ def test_a_success_that_only_handed_over_is_served_to_its_own_case_alone(post, r
     assert [i["same_instance"] for i in other["items"]] == [False]
 
 
+def test_the_same_case_done_without_a_hand_off_is_not_served_with_one(post, recall):
+    handed = change_flight("run-handed", "omar_rossi_1241", "UM3OG5")
+    handed["steps"].append(
+        {"index": 5, "kind": "tool_call", "tool": "transfer_to_human_agents",
+         "arguments": {"summary": "flight moved, the user wants a refund too"},
+         "observation": "Transfer successful"}
+    )  # fmt: skip
+    reviewed(post, handed)
+    reviewed(post, change_flight("run-done", "omar_rossi_1241", "UM3OG5"))
+    episode = Experience.objects.get(sources__trace__external_id="run-handed")
+    assert "handed the case to a person" in episode.replay
+
+    answer = recall("I am omar_rossi_1241. Please move my flight on reservation UM3OG5 to May 25.")
+    same = [i for i in answer["items"] if i["same_instance"]]
+    # The same change without the hand-off was the case done: the run that then handed it over
+    # is not served (it would teach passing on a case the agent can finish).
+    assert len(same) == 1 and "update_reservation_flights" in same[0]["replay"]
+    assert "handed the case to a person" not in answer["prompt_block"]
+
+
 def test_a_lesson_about_a_refused_answer_is_served_to_its_own_question_alone(post, recall):
     question = "In which city is the museum that Willem Sandberg directed?"
     lesson = failed_question(post, "qa-1", question, [
