@@ -49,7 +49,13 @@ REJECTION = re.compile(
     r"unable to find|instead|wrong|too (high|expensive|low|much)|not match|nothing)\b",
     re.IGNORECASE,
 )
-UNDO = re.compile(r"^\W*(<\s*)?(back|prev|previous|undo|cancel|return|go back)\b", re.IGNORECASE)
+# A call whose whole argument is a navigation back ("< Prev", "Back to Search", "undo"): not a
+# value that merely opens with such a word (a code edit "return date(y, m, d)", a search for
+# "Back to the Future"), which read as going back and hid the step that did the work.
+UNDO = re.compile(
+    r"^\W*(<\s*)?(back|prev|previous|undo|cancel|return|go back)(\s+to\s+\w+)?\W*$",
+    re.IGNORECASE,
+)
 
 
 def next_thought(steps: list[StepView], after: StepView) -> StepView | None:

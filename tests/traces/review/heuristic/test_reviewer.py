@@ -341,6 +341,26 @@ def test_undo_and_cancel_calls_are_navigation_not_progress(argument):
     assert labels_of(tv(task="check out the cart"), steps)[1] == "redundant"
 
 
+def test_a_value_that_only_opens_with_a_word_of_going_back_is_progress():
+    """A code edit whose text opens with "return", a search for "Back to the Future": the work
+    itself, not navigation back (read as an undo, the edit was redundant and the read before it
+    a detour, and the strategy left both out)."""
+    edit = {"path": "utils/date.py", "old_str": "return (int(y), int(m), int(d))",
+            "new_str": "return datetime.date(int(y), int(m), int(d))"}  # fmt: skip
+    steps = [
+        call(0, "bash", {"command": "cat utils/date.py"}, "def parse_date(s): ..."),
+        call(1, "str_replace_editor", edit, "The file utils/date.py has been edited."),
+        call(2, "bash", {"command": "python -m pytest tests/test_date.py"}, "1 passed"),
+        call(3, "submit", {}, "submitted"),
+    ]
+    labels = labels_of(tv(task="Fix parse_date in utils/date.py to reject 2024-02-30"), steps)
+    assert labels[0] == labels[1] == "necessary"
+    film = "Back to the Future"
+    search = [call(0, "Search", {"entity": film}, f"{film} is a 1985 film."),
+              call(1, "Finish", {"answer": "1985"}, "Answer is CORRECT")]  # fmt: skip
+    assert labels_of(tv(task="When was Back to the Future released?"), search)[0] == "necessary"
+
+
 def test_a_step_that_only_fed_a_failed_call_is_redundant_in_a_success():
     read_log = {"cmd": "cat /var/log/app.log"}
     steps = [
