@@ -166,7 +166,40 @@ def argument_pattern(
         # An id, a date or a name (a person, a title) from somewhere unseen (the agent's own
         # thought): the next case has its own.
         return f"<{key} of the case>"
-    return f'"{leaves[0]}"'
+    return f'"{_pieces_named(leaves[0], sources, before)}"'
+
+
+# A piece of a short value that is a value of its own: a path or file name ("utils/date.py"), an
+# id with letters and digits ("pod-7f9c"), a name with an underscore ("test_date"); never a
+# plain word, a number or an option ("-m").
+_PIECE = re.compile(
+    r"(?<![\w<])(?=[\w./-]*[A-Za-z])(?=[\w./-]*(?:\d|_|/|\w\.\w))[\w./-]*\w(?![\w>])"
+)
+
+
+def _pieces_named(value: str, sources: Sources, before: int) -> str:
+    """A short literal (a command, an expression) with its pieces that are values named by
+    where they came from: `cat utils/date.py`, the path from the request, reads `cat <path from
+    the request>`; a path or an id from nowhere the run shows, `<path of the case>`. The command
+    stays: it is the same next time, the file it was run on is not. A value of one piece (a
+    path alone) is left as it was: what it names may be where every case looks."""
+    if len(value.split()) < 2:
+        return value
+
+    def named(match: re.Match[str]) -> str:
+        piece = match.group(0)
+        origin = sources.origin(piece, before)
+        if origin == CONSTANT:
+            return piece
+        path = "/" in piece or re.search(r"\w\.[A-Za-z]{1,5}$", piece) is not None
+        kind = "path" if path else "value"
+        if origin is not None:
+            return _placeholder(kind, origin)
+        # From nowhere the run shows: a path or an id is that case's; a name ("str_replace",
+        # a subcommand) is the same next time.
+        return f"<{kind} of the case>" if path or re.search(r"\d", piece) else piece
+
+    return _PIECE.sub(named, value)
 
 
 def call_pattern(
