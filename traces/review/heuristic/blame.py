@@ -21,7 +21,10 @@ In a run that failed (or partly did), the first of these that exists is blamed:
 
 In a run that succeeded, only a call that failed (4) is a pitfall. A read-only call
 (traces.review.tool_effects) is blamed only when it failed itself. The consequence is what
-happened, in words: the error text, the checker's verdict, the user's reply, or the outcome.
+happened, in words: the error text, the checker's verdict, the user's reply, or the outcome —
+and where only the outcome speaks against a change, the error a call had last returned when no
+later call of its tool worked before the change (the tests still failing when the run
+submitted: "the run failed; bash had last returned \"NameError: …\"").
 """
 
 import re
@@ -199,12 +202,18 @@ def blame_of(request: ReviewRequest, labels: Mapping[int, str]) -> Blame | None:
         if writes:
             marked = [w for w in writes if labels.get(w.index) in ("misleading", "failed")]
             step = marked[0] if marked else writes[-1]
+            if errored(step):
+                consequence = f"it returned {_quote(error_text(step))}"
+            else:
+                consequence = _outcome_words(request, step)
+                if consequence in OUTCOME_ONLY and (unresolved := _left_failing(calls, step)):
+                    consequence += (
+                        f"; {unresolved.tool} had last returned {_quote(error_text(unresolved))}"
+                    )
             return blame(
                 step,
                 EVIDENCE[3] if errored(step) else EVIDENCE[2],
-                f"it returned {_quote(error_text(step))}"
-                if errored(step)
-                else _outcome_words(request, step),
+                consequence,
                 "it changed state in a run that "
                 + ("partly failed" if trace.outcome == "partial" else "failed"),
             )
@@ -231,6 +240,20 @@ def blame_of(request: ReviewRequest, labels: Mapping[int, str]) -> Blame | None:
         )
         if reply is not None and calls and reply.index > calls[-1].index:
             return blame(reply, ENDED, OUTCOME_ONLY[0], "the run ended on this reply")
+    return None
+
+
+def _left_failing(calls: list[StepView], before: StepView) -> StepView | None:
+    """The last call before `before` that failed and whose tool did not work again before it
+    (the tests still failing when the run submitted): what the outcome alone left unsaid."""
+    earlier = [c for c in calls if c.index < before.index]
+    for position in range(len(earlier) - 1, -1, -1):
+        call = earlier[position]
+        if errored(call):
+            after = earlier[position + 1 :]
+            if not any(c.tool == call.tool and not errored(c) for c in after):
+                return call
+            return None
     return None
 
 
