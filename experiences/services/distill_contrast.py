@@ -14,6 +14,8 @@ from traces.review.heuristic.blame import ENDED
 CONTRAST_CLAUSES = re.compile(
     r" (?:Do not|Instead,) [^()]*\((?:an earlier run of this task failed that way|"
     r"that worked in another run of this task)\)\."
+    r"| Check [\w.-]+ against every part of the request before you [\w.-]+: it failed in an "
+    r"earlier run of this task \(.*?\)\.(?= |$)"
 )
 
 
@@ -28,16 +30,26 @@ _CONTRASTED = """
 
 def _contrast_clause(experience: Experience, other: Experience) -> str:
     """What the other run of the same task adds to this experience (ExpeL's insight from a
-    success / failure pair): a success learns the failure's pitfall, a failure the success's
-    strategy. A failure blamed on the reply it ended on (only the outcome spoke against it,
-    traces.review.heuristic.blame.ENDED) taught that it stopped short, not that its words were
-    wrong."""
+    success / failure pair): a success learns the failure's pitfall (to check the call, when
+    the success made it too: a refused answer, a submit made too early), a failure the
+    success's strategy. A failure blamed on the reply it ended on (only the outcome spoke
+    against it, traces.review.heuristic.blame.ENDED) taught that it stopped short, not that its
+    words were wrong."""
     if experience.polarity == Experience.Polarity.SUCCESS and other.blame.get("evidence") == ENDED:
         return (
             " Do not answer before every part of the request is done (an earlier run of this "
             "task failed that way)."
         )
     if experience.polarity == Experience.Polarity.SUCCESS and other.pitfall:
+        blamed = other.blame.get("tool") or ""
+        if blamed and blamed in {step.get("tool") for step in experience.path}:
+            # The success made that call too (the answer, the purchase, the submit): "do not"
+            # would forbid its own way; what failed was what the call rested on.
+            consequence = other.blame.get("consequence") or "the run failed"
+            return (
+                f" Check {blamed} against every part of the request before you {blamed}: it "
+                f"failed in an earlier run of this task ({consequence})."
+            )
         return f" Do not {other.pitfall} (an earlier run of this task failed that way)."
     if experience.polarity == Experience.Polarity.FAILURE and other.strategy:
         return f" Instead, {other.strategy} (that worked in another run of this task)."

@@ -299,7 +299,7 @@ def test_a_review_sends_one_dedup_task_for_every_experience_it_made_due(
     failure = Experience.objects.exclude(pk=success.pk).get(kind="episode")
     success.refresh_from_db()
     assert "(that worked in another run of this task)" in failure.advice  # the contrast, both
-    assert "(an earlier run of this task failed that way)" in success.advice  # ways
+    assert "it failed in an earlier run of this task" in success.advice  # ways
     checks = [calls for name, calls in sent if name.startswith("experiences.dedup")]
     assert checks == [[([failure.pk, success.pk],)]]  # one task: the new one, then the other
 
@@ -481,6 +481,12 @@ def test_a_run_that_stopped_short_teaches_its_task_s_success_to_finish_not_to_av
     assert "end with a reply" not in advice
 
 
+CHECK_CHANGE = (
+    " Check update_reservation_flights against every part of the request before you "
+    "update_reservation_flights: it failed in an earlier run of this task (the run failed)."
+)
+
+
 def test_a_success_and_a_failure_of_the_same_task_each_learn_from_the_other_once(post):
     success = reviewed(post, change_flight("ok-1", "omar_rossi_1241", "UM3OG5"))
     failure = reviewed(
@@ -489,7 +495,9 @@ def test_a_success_and_a_failure_of_the_same_task_each_learn_from_the_other_once
     )
     won = Experience.objects.get(kind="episode", polarity="success")
     lost = Experience.objects.get(kind="episode", polarity="failure")
-    assert won.advice.endswith("(an earlier run of this task failed that way)."), won.advice
+    # The success made the change the failure is blamed on too: "do not" would forbid its own
+    # way, so it learns to check the change.
+    assert won.advice.endswith(CHECK_CHANGE), won.advice
     assert " Instead, " in lost.advice
     assert lost.advice.endswith("(that worked in another run of this task)."), lost.advice
     # Each side's provenance holds the other run, and its history says why it changed.
@@ -507,7 +515,22 @@ def test_a_success_and_a_failure_of_the_same_task_each_learn_from_the_other_once
         change_flight("bad-2", "omar_rossi_1241", "UM3OG5", outcome="failure", read_first=False),
     )
     won.refresh_from_db()
-    assert won.advice.count("(an earlier run of this task failed that way)") == 1
+    assert won.advice.count(CHECK_CHANGE) == 1
+
+
+def test_a_success_learns_do_not_for_a_call_it_never_made(post):
+    reviewed(post, change_flight("ok-1", "omar_rossi_1241", "UM3OG5"))
+    cancelled = change_flight("bad-1", "omar_rossi_1241", "UM3OG5", outcome="failure")
+    cancelled["steps"][3] |= {
+        "tool": "cancel_reservation",
+        "arguments": {"reservation_id": "UM3OG5"},
+    }
+    reviewed(post, cancelled)
+    won = Experience.objects.get(kind="episode", polarity="success")
+    assert won.advice.endswith(
+        " Do not cancel_reservation <reservation_id from the request>: the run failed (an earlier "
+        "run of this task failed that way)."
+    ), won.advice
 
 
 def test_a_contrast_changes_three_experiences_in_one_update(post):
