@@ -1,19 +1,21 @@
 """What a family of runs teaches beyond any one of them (ExpeL's insights, Agent Workflow
 Memory's workflows), computed from the episodes' call patterns alone (no database, no LLM).
 
-**Workflow** (successful runs of at least MIN_SUCCESSES cases): the tools that at least half of the
-successful runs called among their necessary calls, in the order they called them (the mean of
-each tool's relative position), each shown by the way the runs called it most often (its
+**Workflow** (successful runs of at least MIN_SUCCESSES cases): the tools that at least half of
+the successful runs called among their necessary calls, in the order they called them (the mean
+of each tool's relative position), each shown by the way the runs called it most often (its
 placeholders, see traces.review.heuristic.placeholders), anchored on the last state-changing
-one: "When you use X, first A, then B; call it with <…>". A look-up that fewer than half but at
-least OPTIONAL_SHARE (and MIN_OPTIONAL_RUNS) of the successes made is named with its count
-("(in 6 of 14 runs also C)"): left out, the workflow would read as "do without it", and the case
-that needed it (a membership that sets the allowance) would be answered wrong. A family whose
-successes only read (answers, refusals) is told so, on its condition: "When the request needs no
-change: first A, then B, then answer; the 5 successful runs of this kind changed nothing".
-A hand-off to a person (effect `hand_off`, traces.review.tool_effects) is never a workflow's step
-nor what an insight recommends: it is how those runs ended, said with its count ("(3 of them
-handed the case to a human agent)").
+one: "When you use X, first A, then B; call it with <…>". A tool that runs command lines is a
+step per command (`bash "cat <path from the request>"`, `bash "python -m pytest …"`): keyed by
+the tool alone, a coding agent's workflow was one `bash` step for its reads and test runs. A
+look-up that fewer than half but at least OPTIONAL_SHARE (and MIN_OPTIONAL_RUNS) of the
+successes made is named with its count ("(in 6 of 14 runs also C)"): left out, the workflow
+would read as "do without it", and the case that needed it (a membership that sets the
+allowance) would be answered wrong. A family whose successes only read (answers, refusals) is
+told so, on its condition: "When the request needs no change: first A, then B, then answer; the
+5 successful runs of this kind changed nothing". A hand-off to a person (effect `hand_off`,
+traces.review.tool_effects) is never a workflow's step nor what an insight recommends: it is how
+those runs ended, said with its count ("(3 of them handed the case to a human agent)").
 
 **One order.** The successes that made two of the workflow's changes made them in one order
 (ORDER_AGREEMENT of them), or there is no workflow: cases that change the same things in opposite
@@ -44,6 +46,7 @@ of 4 successful runs, 3 of 15 failed runs)" was served to plain cancellations, w
 change the flights).
 """
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from statistics import mean
@@ -104,12 +107,25 @@ class Induced:
     tools: list[str]
 
 
-def _pattern_of(members: list[Member], tool: str) -> str:
-    """How the family's runs call a tool, most often (its placeholders)."""
+# A call whose first argument is a command line ('bash "cat <path from the request>"'): its
+# command ("cat") is the step, not the tool, which runs every command of the run.
+_COMMAND = re.compile(r'^[\w.-]+ "([a-z][\w.-]*) ')
+
+
+def _step(call: dict) -> str:
+    """What a call is a step of a workflow as: its tool, or for a command line its tool and
+    command ("bash cat", "bash python"): keyed by the tool alone, a coding agent's workflow
+    was one step, "bash "ls src"", for all of its reads, edits' checks and test runs."""
+    command = _COMMAND.match(call["pattern"])
+    return f"{call['tool']} {command.group(1)}" if command else call["tool"]
+
+
+def _pattern_of(members: list[Member], step: str) -> str:
+    """How the family's runs make a step, most often (its placeholders)."""
     patterns = Counter(
-        c["pattern"] for m in members for c in m.calls if c["tool"] == tool and not c["errored"]
+        c["pattern"] for m in members for c in m.calls if _step(c) == step and not c["errored"]
     )
-    return patterns.most_common(1)[0][0] if patterns else tool
+    return patterns.most_common(1)[0][0] if patterns else step
 
 
 def workflow(members: list[Member]) -> Induced | None:
@@ -119,7 +135,8 @@ def workflow(members: list[Member]) -> Induced | None:
     positions: dict[str, list[float]] = {}
     effects: dict[str, str] = {}
     holders: dict[str, set[int]] = {}
-    orders: list[list[str]] = []  # each success's tools, in the order it first called them
+    tools: dict[str, str] = {}  # each step's tool
+    orders: list[list[str]] = []  # each success's steps, in the order it first made them
     for member in successes:
         # Its necessary calls, and every change it made: a success's writes are what its family
         # is (families._signature), whatever label a later relabel gave one of them.
@@ -130,9 +147,10 @@ def workflow(members: list[Member]) -> Induced | None:
         ] or [c for c in member.calls if not c["errored"]]
         seen: list[str] = []
         for call in made:
-            if call["tool"] not in seen:
-                seen.append(call["tool"])
-                effects[call["tool"]] = call["effect"]
+            if _step(call) not in seen:
+                seen.append(_step(call))
+                effects[_step(call)] = call["effect"]
+                tools[_step(call)] = call["tool"]
         orders.append(seen)
         for rank, tool in enumerate(seen):
             positions.setdefault(tool, []).append(rank / max(len(seen) - 1, 1))
@@ -169,7 +187,7 @@ def workflow(members: list[Member]) -> Induced | None:
     else:
         before = ", then ".join(shown[t] for t in kept[: kept.index(anchor)]) + optional
         after = [shown[t] for t in kept[kept.index(anchor) + 1 :]]
-        advice = when_you_use(anchor, before.strip(), shown[anchor], ", then ".join(after))
+        advice = when_you_use(tools[anchor], before.strip(), shown[anchor], ", then ".join(after))
     resting = sorted({t for tool in kept for t in holders[tool]})
     return Induced(
         key="workflow",
@@ -180,7 +198,7 @@ def workflow(members: list[Member]) -> Induced | None:
         successes=len(successes),
         failures=0,
         trace_ids=resting,
-        tools=sorted(kept),
+        tools=sorted({tools[step] for step in kept}),
     )
 
 

@@ -255,3 +255,23 @@ def test_cases_that_make_the_same_changes_in_opposite_orders_have_no_workflow():
     assert induced.advice.startswith(
         f"When you use cancel_reservation, first {USER}, then {RESERVATION}, then {CHANGE}"
     )
+
+
+def test_each_command_a_tool_runs_is_a_step_of_its_own():
+    def coding(trace_id):
+        made = ['bash "ls src"', 'bash "cat <path from the request>"',
+                'str_replace_editor <path from the request> "str_replace"',
+                'bash "python -m pytest <path of the case>"', "submit"]  # fmt: skip
+        member = Member(trace_id, True, calls(*made))
+        for call in member.calls:
+            call["effect"] = "write" if call["tool"] in ("submit", "str_replace_editor") else "read"
+        return member
+
+    induced = workflow([coding(1), coding(2), coding(3)])
+    # Keyed by the tool alone, the workflow was one step, 'bash "ls src"', for every command.
+    assert induced.advice == (
+        'When you use submit, first bash "ls src", then bash "cat <path from the request>", then '
+        'str_replace_editor <path from the request> "str_replace", then bash "python -m pytest '
+        '<path of the case>".'
+    )
+    assert induced.tools == ["bash", "str_replace_editor", "submit"]
