@@ -28,23 +28,23 @@ upgrade a third" taught "When you use update_reservation_flights, first …, the
 cancel_reservation …", served first to plain cancellations; and its insights only told that
 case's calls from the failures of other cases joined to the family.
 
-**Insights** (failures, and successes of at least two cases): a run is described by what it
-did — each tool it called, each tool it called before a state-changing one, each tool whose call
-failed — and a feature whose share among the successes and among the failures differ by at least
-MIN_CONTRAST (and that at least MIN_RUNS runs on the side it speaks for show) becomes an
-insight, with its counts: "When you use update_reservation_flights: successful runs call
-get_reservation_details before it (5 of 6 successful runs, 1 of 4 failed runs)." An insight
-never tells the agent to avoid a read-only call, nor to change something after looking it up:
-only failed calls, state-changing calls and one change made after another can be what failures
-do more. A change the failures make more is a check to make before it ("make this change only
-when the request asks for it and the rules allow it"), not "do not": the family's requests often
-all asked for it. That the successes made a state change is never an insight: a success joins
-the family of the changes it made (families._signature), so every success makes the family's
-changes by construction, and the failures without them are as often another task's failures
-joined by their request's nearness (τ-bench: "successful runs call update_reservation_flights (4
-of 4 successful runs, 3 of 15 failed runs)" was served to plain cancellations, where it said to
-change the flights).
-"""
+**Insights** (failures, and successes of at least two cases): a run is described by what it did
+— each tool it called, each tool it called before a state-changing one, each tool whose call
+failed (for a command line, which command: "in failed runs bash \"python -m pytest …\" failed
+(…): do not go on while it fails", not "check its arguments") — and a feature whose share among
+the successes and among the failures differ by at least MIN_CONTRAST (and that at least MIN_RUNS
+runs on the side it speaks for show) becomes an insight, with its counts: "When you use
+update_reservation_flights: successful runs call get_reservation_details before it (5 of 6
+successful runs, 1 of 4 failed runs)." An insight never tells the agent to avoid a read-only
+call, nor to change something after looking it up: only failed calls, state-changing calls and
+one change made after another can be what failures do more. A change the failures make more is a
+check to make before it ("make this change only when the request asks for it and the rules allow
+it"), not "do not": the family's requests often all asked for it. That the successes made a
+state change is never an insight: a success joins the family of the changes it made
+(families._signature), so every success makes the family's changes by construction, and the
+failures without them are as often another task's failures joined by their request's nearness
+(τ-bench: "successful runs call update_reservation_flights (4 of 4 successful runs, 3 of 15
+failed runs)" was served to plain cancellations, where it said to change the flights)."""
 
 import re
 from collections import Counter
@@ -249,7 +249,10 @@ def _features(member: Member) -> dict[str, tuple[str, str, str]]:
         tool = call["tool"]
         effect_of.setdefault(tool, call["effect"])
         first_at.setdefault(tool, position)
-        if call["errored"]:
+        if call["errored"] and _step(call) != tool:
+            # A command that failed (the tests, a build): which command, not "a bash call".
+            found[f"failed:{_step(call)}"] = ("failed-command", tool, call["pattern"])
+        elif call["errored"]:
             found[f"failed:{tool}"] = ("failed", tool, f"had a {tool} call fail")
         elif call["effect"] != "read":
             found[f"call:{tool}"] = ("call", tool, f"called {tool}")
@@ -278,6 +281,12 @@ def _insight_advice(key: str, feature: tuple[str, str, str], for_success: bool, 
         return (
             f"When you use {subject}: check its arguments first: a {subject} call failed in "
             f"failed runs ({counts})."
+        )
+    if kind == "failed-command":
+        # Not "check its arguments": a test run or a build that fails says the work is not done.
+        return (
+            f"When you use {subject}: in failed runs {text} failed ({counts}): do not go on "
+            "while it fails."
         )
     # Not "do not X unless the request asks for it": the family's requests often all ask for it
     # (to cancel), and the failures made the change where the rules did not allow it.
@@ -320,7 +329,7 @@ def insights(members: list[Member]) -> list[Induced]:
             continue
         if not speaks_for_success and kind in ("read", "before"):
             continue  # never "avoid looking it up", nor "do not change it after looking up"
-        if speaks_for_success and kind == "failed":
+        if speaks_for_success and kind in ("failed", "failed-command"):
             continue  # successes that had a call fail and went on: a failure is no way to do it
         if speaks_for_success and kind == "call":
             continue  # the family's own changes, or a hand-off (an exit): the module docstring

@@ -275,3 +275,20 @@ def test_each_command_a_tool_runs_is_a_step_of_its_own():
         '<path of the case>".'
     )
     assert induced.tools == ["bash", "str_replace_editor", "submit"]
+
+
+def test_a_command_that_failed_in_the_failures_is_named_and_not_blamed_on_its_arguments():
+    def run(trace_id, passed):
+        tests = 'bash "python -m pytest <path of the case>"'
+        made = calls('bash "cat <path from the request>"', tests, "submit")
+        made[1]["errored"] = not passed
+        for call in made:
+            call["effect"] = "write" if call["tool"] == "submit" else "read"
+        return Member(trace_id, passed, made, frozenset({str(trace_id)}))
+
+    (insight,) = insights([run(1, True), run(2, True), run(3, False), run(4, False)])
+    assert insight.advice == (
+        'When you use bash: in failed runs bash "python -m pytest <path of the case>" failed (0 of '
+        "2 successful runs, 2 of 2 failed runs): do not go on while it fails."
+    )
+    assert insight.tools == ["bash"]
