@@ -147,10 +147,11 @@ def workflow(members: list[Member]) -> Induced | None:
         ] or [c for c in member.calls if not c["errored"]]
         seen: list[str] = []
         for call in made:
-            if _step(call) not in seen:
-                seen.append(_step(call))
-                effects[_step(call)] = call["effect"]
-                tools[_step(call)] = call["tool"]
+            step = _step(call)
+            if step not in seen:
+                seen.append(step)
+                effects[step] = call["effect"]
+                tools[step] = call["tool"]
         orders.append(seen)
         for rank, tool in enumerate(seen):
             positions.setdefault(tool, []).append(rank / max(len(seen) - 1, 1))
@@ -249,9 +250,10 @@ def _features(member: Member) -> dict[str, tuple[str, str, str]]:
         tool = call["tool"]
         effect_of.setdefault(tool, call["effect"])
         first_at.setdefault(tool, position)
-        if call["errored"] and _step(call) != tool:
+        step = _step(call)
+        if call["errored"] and step != tool:
             # A command that failed (the tests, a build): which command, not "a bash call".
-            found[f"failed:{_step(call)}"] = ("failed-command", tool, call["pattern"])
+            found[f"failed:{step}"] = ("failed-command", tool, call["pattern"])
         elif call["errored"]:
             found[f"failed:{tool}"] = ("failed", tool, f"had a {tool} call fail")
         elif call["effect"] != "read":

@@ -247,14 +247,14 @@ def _left_failing(calls: list[StepView], before: StepView) -> StepView | None:
     """The last call before `before` that failed and whose tool did not work again before it
     (the tests still failing when the run submitted): what the outcome alone left unsaid."""
     earlier = [c for c in calls if c.index < before.index]
-    for position in range(len(earlier) - 1, -1, -1):
-        call = earlier[position]
-        if errored(call):
-            after = earlier[position + 1 :]
-            if not any(c.tool == call.tool and not errored(c) for c in after):
-                return call
-            return None
-    return None
+    failed = [c for c in earlier if errored(c)]
+    if not failed:
+        return None
+    last = failed[-1]
+    worked_again = any(
+        c.tool == last.tool and c.index > last.index and not errored(c) for c in earlier
+    )
+    return None if worked_again else last
 
 
 def _user_objected(request: ReviewRequest, calls: list[StepView], blameable):
