@@ -53,18 +53,24 @@ def strategy_of(calls: list[StepView], request: ReviewRequest, sources: Sources)
         calls = kept
     anchor = _anchor(calls, request)
     effect = request.trace.call_effect(anchor)
+    # The same call made before it (a second reservation cancelled alike) is the anchor again:
+    # "(each)", not a step before itself.
+    alike = call_pattern(anchor, sources)
     before = [c for c in calls if c.index < anchor.index]
+    again = [c for c in before if call_pattern(c, sources) == alike]
+    before = [c for c in before if c not in again]
     after = [c for c in calls if c.index > anchor.index]
+    pattern = call_pattern(
+        anchor,
+        sources,
+        final=anchor is calls[-1] and effect.changes_state,
+        answer=anchor is calls[-1] and effect.changes_state and effect.every_run is True,
+    )
     return when_you_use(
         anchor.tool,
-        path_pattern(before, sources, 3) if before else "",
-        call_pattern(
-            anchor,
-            sources,
-            final=anchor is calls[-1] and effect.changes_state,
-            answer=anchor is calls[-1] and effect.changes_state and effect.every_run is True,
-        ),
-        path_pattern(after, sources, 1) if after else "",
+        path_pattern(before, sources, 3, request.trace.call_effect) if before else "",
+        f"{pattern} (each)" if again and pattern != anchor.tool else pattern,
+        path_pattern(after, sources, 1, request.trace.call_effect) if after else "",
     )
 
 
@@ -136,7 +142,7 @@ def lesson(
         return _answered_lesson(request), pitfall
     where = f"When you use {step.tool}" if step.tool else "When you answer"
     recovered = [s for s in necessary_calls if s.index > step.index]
-    instead = path_pattern(recovered, sources, 3) if recovered else ""
+    instead = path_pattern(recovered, sources, 3, request.trace.call_effect) if recovered else ""
     if instead == phrase:
         instead = ""  # the same call again is no alternative
     every_run = not step.tool or request.trace.call_effect(step).every_run is not False
@@ -212,7 +218,7 @@ def unblamed_advice(
     calls = [s for s in steps if s.tool]
     if request.trace.outcome == "failure":
         if calls:
-            tried = path_pattern(calls, sources, 3)
+            tried = path_pattern(calls, sources, 3, request.trace.call_effect)
             return f"When you use {calls[0].tool}: {tried} was not enough: the run failed.", ""
         # No tool was called at all: the way not to go is answering from the conversation
         # alone, and the first reply is where the run chose it.
@@ -221,5 +227,6 @@ def unblamed_advice(
     if when_strategy:
         return f"{when_strategy}.", ""
     if calls:
-        return f"When you use {calls[0].tool}: {path_pattern(calls, sources, 3)}.", ""
+        path = path_pattern(calls, sources, 3, request.trace.call_effect)
+        return f"When you use {calls[0].tool}: {path}.", ""
     return "When you can answer from the conversation alone, answer directly.", ""

@@ -12,11 +12,12 @@ same case.
 """
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from traces.review.scene import argument_summary
+from traces.review.tool_effects import ToolEffect
 from traces.review.types import StepView, TraceView
 from traces.review.values import content_words
 
@@ -245,23 +246,58 @@ def is_aside(step: StepView) -> bool:
     return not (step.observation_raw or step.observation).strip() and not step.is_error
 
 
-def path_pattern(calls: Sequence[StepView], sources: Sources, limit: int = 4) -> str:
-    """Calls in order as placeholders; the same pattern again reads 'for each' once."""
-    patterns: list[str] = []
-    repeated: set[str] = set()
+def path_pattern(
+    calls: Sequence[StepView],
+    sources: Sources,
+    limit: int = 4,
+    effect: Callable[[StepView], ToolEffect] | None = None,
+) -> str:
+    """Calls in order as placeholders; the same pattern again reads 'for each' once.
+
+    Over `limit` patterns (by more than one: "then 1 more call" says less than the call), the
+    ones kept are, in this order, those that changed something (`effect`: a change left out
+    would be a way the agent is not told), the first (how the run found its footing) and those
+    nearest the end (what led to the call the path comes before: a test run before the submit,
+    the look-up before the change); each gap reads "then N more look-up(s)", or "call(s)" when
+    not all of it only read."""
+    patterns: dict[str, list[StepView]] = {}
     for call in calls:
-        if is_aside(call):
+        if not is_aside(call):
+            patterns.setdefault(call_pattern(call, sources), []).append(call)
+    order = list(patterns)
+    shown = set(range(len(order)))
+    if len(order) > limit + 1:
+        changes = [
+            i
+            for i, pattern in enumerate(order)
+            if effect and any(effect(c).changes_state for c in patterns[pattern])
+        ]
+        preferred = [*changes, 0, *range(len(order) - 1, 0, -1)]
+        shown = set(list(dict.fromkeys(preferred))[:limit])
+    parts: list[str] = []
+    left_out: list[list[StepView]] = []
+    for i, pattern in enumerate(order):
+        if i not in shown:
+            left_out.append(patterns[pattern])
             continue
-        pattern = call_pattern(call, sources)
-        if pattern in patterns:
-            repeated.add(pattern)
-        else:
-            patterns.append(pattern)
-    shown = [f"{p} (each)" if p in repeated else p for p in patterns[:limit]]
-    text = ", then ".join(shown)
-    if len(patterns) > limit:
-        text += f", then {len(patterns) - limit} more call(s)"
-    return text
+        if left_out:
+            parts.append(_left_out(left_out, bool(parts), effect))
+            left_out = []
+        parts.append(f"{pattern} (each)" if len(patterns[pattern]) > 1 else pattern)
+    if left_out:
+        parts.append(_left_out(left_out, True, effect))
+    return ", then ".join(parts)
+
+
+def _left_out(
+    patterns: list[list[StepView]],
+    more: bool,
+    effect: Callable[[StepView], ToolEffect] | None,
+) -> str:
+    """A gap of a path: how many patterns were left out, look-ups when they all only read."""
+    reads = effect is not None and all(effect(c).is_read_only for p in patterns for c in p)
+    what = "look-up(s)" if reads else "call(s)"
+    return f"{len(patterns)} more {what}" if more else f"{len(patterns)} {what}"
 
 
 def literal_path(calls: Sequence[StepView], limit: int = 5) -> str:

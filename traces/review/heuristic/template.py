@@ -90,7 +90,11 @@ def build_template(request: ReviewRequest, labels: Mapping[int, StepJudgement]) 
     decisions = _decisions(by_label, necessary_calls)
     improvements = _improvements(by_label)
     sources = Sources.of(request.trace.task, steps, request.trace)
-    strategy = path_pattern(necessary_calls, sources) if necessary_calls else ""
+    strategy = (
+        path_pattern(necessary_calls, sources, effect=request.trace.call_effect)
+        if necessary_calls
+        else ""
+    )
     way = sorted(
         necessary_calls + fed_look_ups(by_label["failed"], necessary_calls, request, sources),
         key=lambda s: s.index,
