@@ -82,7 +82,7 @@ def review_trace(self, trace_id: int) -> str:
         stale, because = traces_to_rederive(
             project_id=plan.project_id, before=full.request.trace.tool_effects
         )
-        tasks_publish(rederive_trace.name, [(t, because) for t in stale if t != trace_id])
+        tasks_publish(rederive_trace.name, [(t, because) for t in stale])
     return "reviewed"
 
 

@@ -22,6 +22,7 @@ from experiences.services.distill_drafts import (
     pattern_drafts,
 )
 from experiences.services.distill_store import experiences_store, patterns_store
+from experiences.services.families import family_members_changed
 from experiences.services.llm_revise import revise_advice_with_llm
 from experiences.services.versions import version_record
 from traces.models import Review, Step, Trace
@@ -144,6 +145,8 @@ def _experience_revise(
     beside_the_words = ("replay", "blame", "calls", "same_case_only")
     if any(getattr(experience, name) != getattr(draft, name) for name in beside_the_words):
         # what a relabel changed beside the words: kept without a new version
+        if experience.calls != draft.calls and experience.family_id is not None:
+            family_members_changed(experience.family_id)
         for name in beside_the_words:
             setattr(experience, name, getattr(draft, name))
         experience.save(update_fields=[*beside_the_words, "updated_at"])

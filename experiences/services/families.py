@@ -255,6 +255,15 @@ def _item_upsert(
     return experience
 
 
+def family_members_changed(family_id: int) -> None:
+    """A member's calls were derived again (a relabel, its tools known better): the family's
+    items are induced again from its members as they read now (inside the caller's transaction;
+    beat's sweep sends the induction when its task is lost). When one is due already, it will
+    read them."""
+    if TaskFamily.objects.filter(pk=family_id, induced_size__gte=F("size")).update(induced_size=0):
+        tasks_publish_on_commit(INDUCE_TASK, [(family_id,)])
+
+
 def families_induce_due() -> int:
     """Beat: send the inductions that are due (their task lost, or a join came meanwhile)."""
     due = list(

@@ -48,6 +48,7 @@ failed runs)" was served to plain cancellations, where it said to change the fli
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import mean
 
@@ -120,10 +121,18 @@ def _step(call: dict) -> str:
     return f"{call['tool']} {command.group(1)}" if command else call["tool"]
 
 
-def _pattern_of(members: list[Member], step: str) -> str:
-    """How the family's runs make a step, most often (its placeholders)."""
+def _way_step(call: dict) -> str:
+    """What a call is a step of a workflow as (`_step`); the calls of a tool that navigates and
+    commits (`click`: its runs end on `click "Buy Now"`, tool_effects.ToolEffect.of_call) are
+    two steps, the clicks on the way and the commit: as one step the workflow was "first search
+    <…>; call it with <target from search>", or with "Buy Now" and no product chosen."""
+    return f"{_step(call)} (change)" if call["effect"] == "write" else _step(call)
+
+
+def _pattern_of(members: list[Member], step: str, key: Callable[[dict], str] = _step) -> str:
+    """How the family's runs make a step (by `key`), most often (its placeholders)."""
     patterns = Counter(
-        c["pattern"] for m in members for c in m.calls if _step(c) == step and not c["errored"]
+        c["pattern"] for m in members for c in m.calls if key(c) == step and not c["errored"]
     )
     return patterns.most_common(1)[0][0] if patterns else step
 
@@ -147,7 +156,7 @@ def workflow(members: list[Member]) -> Induced | None:
         ] or [c for c in member.calls if not c["errored"]]
         seen: list[str] = []
         for call in made:
-            step = _step(call)
+            step = _way_step(call)
             if step not in seen:
                 seen.append(step)
                 effects[step] = call["effect"]
@@ -167,7 +176,7 @@ def workflow(members: list[Member]) -> Induced | None:
     if not _changes_agree_in_order(writes, orders):
         return None
     anchor = writes[-1] if writes else kept[-1]
-    shown = {t: _pattern_of(successes, t) for t in kept}
+    shown = {t: _pattern_of(successes, t, _way_step) for t in kept}
     optional = _optional_lookups(holders, effects, kept, successes, needed)
     handed = sum(
         any(c["effect"] == HAND_OFF and not c["errored"] for c in m.calls) for m in successes

@@ -11,6 +11,8 @@ blamed a call of that tool are re-derived from their labels with what is known n
 
 from collections.abc import Mapping
 
+from django.db.models import Q
+
 from experiences.models import Experience
 from traces.review.tool_effects import ToolEffect
 from traces.services.tool_profiles import tool_effects_for
@@ -35,8 +37,8 @@ def tools_matured(before: Mapping[str, ToolEffect], after: Mapping[str, ToolEffe
 def traces_to_rederive(
     *, project_id: int, before: Mapping[str, ToolEffect]
 ) -> tuple[list[int], str]:
-    """The traces whose episode blamed a call of a tool this review's run made mature, and why
-    they are re-derived (the version's reason)."""
+    """The traces whose episode blamed or made a call of a tool this review's run made mature,
+    and why they are re-derived (the version's reason)."""
     # Only a tool not yet known to read anywhere can mature: most reviews of a project that
     # knows its tools read nothing more here.
     unknown = [t for t, effect in before.items() if not _reads_somewhere(effect)]
@@ -46,10 +48,11 @@ def traces_to_rederive(
     matured = tools_matured(before, after)
     if not matured:
         return [], ""
+    made = Q(blame__tool__in=matured)
+    for tool in matured:
+        made |= Q(calls__contains=[{"tool": tool}])
     ids = list(
-        Experience.objects.filter(
-            project_id=project_id, kind=Experience.Kind.EPISODE, blame__tool__in=matured
-        )
+        Experience.objects.filter(made, project_id=project_id, kind=Experience.Kind.EPISODE)
         .exclude(status__in=Experience.INACTIVE_STATUSES)
         .values_list("sources__trace_id", flat=True)
         .distinct()[:MAX_TRACES]

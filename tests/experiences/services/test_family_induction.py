@@ -292,3 +292,20 @@ def test_a_command_that_failed_in_the_failures_is_named_and_not_blamed_on_its_ar
         "2 successful runs, 2 of 2 failed runs): do not go on while it fails."
     )
     assert insight.tools == ["bash"]
+
+
+def test_the_clicks_on_the_way_and_the_purchase_are_two_steps():
+    """A tool that navigates and commits (its runs end on click "Buy Now"): the product click
+    is a step before the purchase, not the purchase's pattern, nor left out."""
+
+    def shopped(trace_id, product):
+        made = calls("search <query in the request's words>", "click <target from search>")
+        made[1]["effect"] = "read"  # a click that only navigates (ToolEffect.of_call)
+        made += calls('click "Buy Now"')
+        return Member(trace_id, True, made, frozenset({product}))
+
+    induced = workflow([shopped(1, "tee"), shopped(2, "mug")])
+    assert induced.advice == (
+        "When you use click, first search <query in the request's words>, then click <target "
+        'from search>; call it with "Buy Now".'
+    )

@@ -6,6 +6,7 @@ import pytest
 
 from core.publish import tasks_waiting
 from experiences.models import Experience
+from experiences.services.families import family_induce
 from experiences.services.rederive_matured import tools_matured, traces_to_rederive
 from hindsight_site.review_tasks import rederive_trace, review_trace
 from traces.models import Trace
@@ -82,3 +83,50 @@ def test_early_lessons_that_blamed_a_navigation_click_are_re_derived_once_it_is_
     assert now.versions.order_by("-version").first().reason.startswith(because)
     for trace in later:  # reviewed with what was known by then: blamed the purchase already
         assert lesson_of(trace).blame["index"] in (2, 3)
+
+
+def bought(n: int) -> dict:
+    """A shopper that finds the product and buys it (score 1.0)."""
+    run = shop(n)
+    run["steps"][2]["arguments"] = "B07X1"
+    run["steps"][2]["observation"] = "Red Tee $12 [Buy Now] [Back to Search] size [S] [M]"
+    run["steps"][3]["observation"] = "Thank you for shopping. Your score: 1.0"
+    return {**run, "external_id": f"bought-{n}", "outcome": "success"}
+
+
+def test_early_successes_are_read_again_and_their_family_taught_the_purchase(project):
+    """Reviewed before the project knew that its runs end on click "Buy Now", the first
+    successes read as runs that changed nothing, and their family's workflow said so ("When the
+    request needs no change: …, then answer"). Once click is known, they are re-derived, and
+    the family is induced again from the calls as they read now."""
+    traces = [
+        trace_ingest(project=project, payload=TraceIn.model_validate(bought(n))).trace
+        for n in (1, 2, 3, 4)
+    ]
+    for trace in traces:
+        assert review_trace(trace.pk) == "reviewed"
+    family = lesson_of(traces[0]).family
+    assert family is not None and family_induce(family_id=family.pk) != "up to date"
+    early = Experience.objects.get(family=family, kind=Experience.Kind.WORKFLOW)
+    assert early.advice.startswith("When the request needs no change")
+
+    ours = {t.pk for t in traces}
+    sent = [args for _, args in tasks_waiting({rederive_trace.name}) or [] if args[0] in ours]
+    # Every success made a click, the one whose review taught it too.
+    assert {trace_id for trace_id, _ in sent} == ours
+    for trace_id, because in sent:
+        rederive_trace(trace_id, because)
+    assert {c["effect"] for c in lesson_of(traces[0]).calls if c["tool"] == "click"} == {
+        "read",
+        "write",
+    }
+    family.refresh_from_db()
+    assert family.induced_size < family.size  # due again
+    assert family_induce(family_id=family.pk) != "up to date"
+    early.refresh_from_db()
+    # The product click on the way and the purchase are two steps.
+    assert early.advice == (
+        "When you use click, first search <input from the request>, then click <input from "
+        'search>; call it with "Buy Now".'
+    )
+    assert early.version == 2
