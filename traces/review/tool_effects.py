@@ -19,6 +19,10 @@ that says, in this order:
 4. **name** — the verb of the tool's name (`get_user_details`, `Search`, `kubectl_logs` read;
    `book_reservation`, `docker_restart`, `Finish` change or commit), as a last resort.
 
+One **call** of a tool that runs command lines (`bash`, a terminal, `str_replace_editor`'s
+`view`) is judged by its command, unless the tool is declared read-only
+(traces.review.command_effects, `ToolEffect.of_command`): `cat` reads where `sed -i` writes.
+
 A **hand-off** (`hands_off`) passes the case to a person — `transfer_to_human_agents`,
 `escalate_to_support`, a description opening "Transfer the user to a human agent": its name or
 description opens with a verb of passing on and names a person. It changes state (it ends the
@@ -39,7 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-Basis = Literal["declared", "described", "behaviour", "name", "unknown"]
+Basis = Literal["declared", "described", "behaviour", "name", "command", "unknown"]
 
 BEHAVIOUR_MIN_CALLS = 8
 BEHAVIOUR_MIN_RUNS = 3
@@ -54,8 +58,8 @@ READ_VERBS = frozenset(
 )
 # Verbs that change state, or commit an answer / a purchase.
 WRITE_VERBS = frozenset(
-    "create add insert update modify change edit set delete remove cancel book send post put "
-    "patch transfer exchange return refund submit buy purchase pay order write save upload "
+    "create add insert update modify change edit replace set delete remove cancel book send post "
+    "put patch transfer exchange return refund submit buy purchase pay order write save upload "
     "deploy restart reboot kill stop start apply commit push merge install "
     "uninstall move rename reset grant revoke schedule finish answer respond reply publish "
     "approve reject assign close archive enable disable scale rollback drop truncate".split()
@@ -90,6 +94,19 @@ class ToolEffect:
             f"its runs end on {self.tool} {self.commit_arguments}; its other calls only navigate"
         )
         return ToolEffect(self.tool, True, "behaviour", evidence)
+
+    def of_command(self, command: str | None) -> "ToolEffect":
+        """The effect of one call that ran a command line (traces.review.command_effects):
+        what its command does, when that is known and the tool is not declared read-only."""
+        if command is None or (self.basis == "declared" and self.read_only is True):
+            return self
+        from traces.review.command_effects import command_effect  # it reads verb_effect here
+
+        verdict, said = command_effect(command)
+        if verdict is None:
+            return self
+        evidence = f"its command ({said}) {'only reads' if verdict else 'changes state'}"
+        return replace(self, read_only=verdict, basis="command", evidence=evidence)
 
     @property
     def is_read_only(self) -> bool:

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from traces.review.command_effects import command_line
 from traces.review.tool_effects import ToolEffect, tool_effect
 
 Label = Literal["necessary", "redundant", "misleading", "failed"]
@@ -69,10 +70,12 @@ class TraceView:
 
     def call_effect(self, step: "StepView") -> ToolEffect:
         """The effect of one call (a tool that commits with one argument navigates with the
-        others: tool_effects.ToolEffect.of_call)."""
+        others: tool_effects.ToolEffect.of_call; a command line is judged by its command,
+        traces.review.command_effects)."""
         from traces.review.scene import argument_summary  # scene reads StepView from here
 
-        return self.effect(step.tool).of_call(argument_summary(step.arguments))
+        effect = self.effect(step.tool).of_call(argument_summary(step.arguments))
+        return effect.of_command(command_line(step.tool, step.arguments))
 
 
 @dataclass(frozen=True)

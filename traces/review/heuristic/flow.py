@@ -34,6 +34,7 @@ class Facts:
     outputs_lower: dict[int, str]
     values: dict[int, set[str]]  # distinctive values each step produced
     duplicate_of: dict[int, int]  # a tool result that repeats an earlier one -> the earlier
+    changes: list[int]  # the calls that changed state
 
     @classmethod
     def of(cls, request: ReviewRequest) -> "Facts":
@@ -67,6 +68,19 @@ class Facts:
                 for s in steps
             },
             duplicate_of=duplicate_of,
+            changes=[
+                s.index
+                for s in steps
+                if s.kind == "tool_call" and request.trace.call_effect(s).changes_state
+            ],
+        )
+
+    def checks_a_change(self, first: int, again: int) -> bool:
+        """The same call made again after a change, with another result: a check of the change
+        (the tests run again after the edit, the reservation read again after the update), not
+        a repeat."""
+        return self.outputs[first] != self.outputs[again] and any(
+            first < change < again for change in self.changes
         )
 
     def in_request(self, value: str) -> bool:

@@ -7,9 +7,10 @@
    opens like an error, a refusal or an empty answer ("Could not find", "No results", "Invalid
    …", "permission denied", "HTTP 404", 0.8); or, in a run that failed, the final action whose
    result is a verdict against it ("incorrect", "rejected", a score of 0) or is empty (0.85 / 0.6).
-2. **redundant** — an identical repeat of an earlier call that did not fail (0.9); a call of the
-   same tool whose informative result (100+ characters) repeats an earlier one: nothing new
-   (0.8); a back / undo / cancel navigation (0.6).
+2. **redundant** — an identical repeat of an earlier call that did not fail (0.9; not when a
+   change came between and the result differs: the tests run again after the edit check it); a
+   call of the same tool whose informative result (100+ characters) repeats an earlier one:
+   nothing new (0.8); a back / undo / cancel navigation (0.6).
 3. **necessary** — the first user input (it states the request, 0.9); in a run that succeeded
    (or partly did), its last successful call (it produced the result) and every step whose
    output feeds a necessary step or the final answer (0.85 with a verbatim link, 0.75 with a
@@ -127,7 +128,7 @@ def _redundant(run: _Labelling) -> None:
         if step.index in run.judged:
             continue
         key = call_key(step)
-        if key in first_seen:
+        if key in first_seen and not run.facts.checks_a_change(first_seen[key], step.index):
             reason = f"repeats step {first_seen[key]} with the same arguments"
             run.judge(step, "redundant", reason, 0.9)
             run.first_seen_repeats.add(step.index)

@@ -252,7 +252,8 @@ def path_pattern(
     limit: int = 4,
     effect: Callable[[StepView], ToolEffect] | None = None,
 ) -> str:
-    """Calls in order as placeholders; the same pattern again reads 'for each' once.
+    """Calls in order as placeholders; the same pattern again reads 'for each' once, or
+    "again" after a change came between.
 
     Over `limit` patterns (by more than one: "then 1 more call" says less than the call), the
     ones kept are, in this order, those that changed something (`effect`: a change left out
@@ -261,9 +262,16 @@ def path_pattern(
     the look-up before the change); each gap reads "then N more look-up(s)", or "call(s)" when
     not all of it only read."""
     patterns: dict[str, list[StepView]] = {}
+    changed_at = -1  # the index of the latest call that changed something
     for call in calls:
-        if not is_aside(call):
-            patterns.setdefault(call_pattern(call, sources), []).append(call)
+        if is_aside(call):
+            continue
+        pattern = call_pattern(call, sources)
+        if pattern in patterns and patterns[pattern][-1].index < changed_at:
+            pattern += " again"  # a check of the change (the tests run again after the edit)
+        patterns.setdefault(pattern, []).append(call)
+        if effect is not None and effect(call).changes_state:
+            changed_at = call.index
     order = list(patterns)
     shown = set(range(len(order)))
     if len(order) > limit + 1:

@@ -1,0 +1,80 @@
+"""A command line is judged by its command: a shell tool reads in one call and changes files in
+the next (pure functions, and a coding run reviewed by the heuristic reviewer)."""
+
+import pytest
+
+from tests.support.review_builders import request_for, sv, tv
+from traces.review.command_effects import command_effect, command_line
+from traces.review.heuristic import HeuristicReviewer
+
+TASK = "Fix parse_date in utils/date.py: parse_date('2024-02-30') must raise ValueError"
+
+
+@pytest.mark.parametrize(
+    ("command", "reads"),
+    [
+        ("cat utils/date.py", True),
+        ('ls -la && grep -n "a|b" utils/date.py | head', True),  # a quoted | is no pipe
+        ("cd /repo && python -m pytest -x 2>&1 | tail -20", True),
+        ("git diff HEAD", True),
+        ("awk '$1 > 5' data.txt", True),  # a quoted > is no redirect
+        ("grep -q x f >/dev/null 2>&1", True),
+        ("timeout 30 pytest -q", True),
+        ("npm test", True),
+        ("view", True),  # str_replace_editor's command: a verb of reading
+        ("sed -i 's/a/b/' utils/date.py", False),
+        ("echo fixed > notes.txt", False),
+        ("cat > f.py <<EOF\nprint(1)\nEOF", False),
+        ("git commit -am fix", False),
+        ("python -m pip install requests", False),
+        ('find . -name "*.pyc" -delete', False),
+        ("grep -l tmp . | xargs rm", False),
+        ("create", False),
+        ("str_replace", False),
+        ("python fix.py", None),  # a script: nothing says what it does
+        ("ls && python fix.py", None),
+        ('echo "unclosed', None),
+    ],
+)  # fmt: skip
+def test_a_command_line_reads_only_when_every_command_of_it_does(command, reads):
+    assert command_effect(command)[0] is reads
+
+
+def test_a_command_line_is_a_command_argument_or_the_argument_of_a_shell_tool():
+    assert command_line("str_replace_editor", {"command": "view", "path": "a.py"}) == "view"
+    assert command_line("execute_bash", {"command": "ls"}) == "ls"
+    assert command_line("terminal", "git status") == "git status"
+    assert command_line("search", "red cotton t-shirt") is None  # not a shell: its words stay
+    assert command_line("click", "Buy Now") is None
+    assert command_line("get_user_details", {"user_id": "mia_li_3668"}) is None
+
+
+def bash(index, command, result, error=False):
+    return sv(index, tool="bash", arguments={"command": command}, observation=result,
+              is_error=error)  # fmt: skip
+
+
+def test_a_coding_success_teaches_its_edit_and_the_test_run_that_checked_it():
+    """The reads before the edit are look-ups (the gap says so); the tests run again after the
+    edit check it, so they are neither a repeat nor left out of the strategy."""
+    steps = [
+        sv(0, "user_input", content=TASK),
+        bash(1, "ls utils", "date.py\n__init__.py"),
+        bash(2, "cat utils/date.py", "def parse_date(s):\n    return date(*s.split('-'))"),
+        bash(3, "grep -n parse_date tests/test_date.py", "5:    parse_date('2024-02-30')"),
+        bash(4, "python -m pytest tests/test_date.py", "1 failed"),
+        sv(5, tool="str_replace_editor",
+           arguments={"command": "str_replace", "path": "utils/date.py",
+                      "old_str": "return date", "new_str": "return _checked"},
+           observation="The file utils/date.py has been edited."),
+        bash(6, "python -m pytest tests/test_date.py", "3 passed"),
+        sv(7, tool="submit", observation="submitted"),
+    ]  # fmt: skip
+    outcome = HeuristicReviewer().review(request_for(tv(task=TASK, outcome="success"), steps))
+    labels = {j.index: j.label for j in outcome.template.labels}
+    assert labels[6] == "necessary"  # not "repeats step 4": the edit came between
+    assert outcome.template.experience == (
+        'When you use submit, first bash "ls utils", then 3 more look-up(s), then '
+        'str_replace_editor "str_replace" <path from the request> <old_str from bash> …, then '
+        'bash "python -m pytest <path of the case>" again.'
+    )

@@ -1,0 +1,141 @@
+"""Whether a command line only reads: one call of a tool that runs commands (`bash`, a terminal,
+`str_replace_editor`'s `view`), judged by the command it ran.
+
+A shell tool reads in one call (`cat utils/date.py`, `python -m pytest`, `git diff`) and
+changes files in the next (`sed -i …`, `git commit`, `echo x > f`), so the tool's own effect
+(traces.review.tool_effects) says nothing of the call: a lesson built on it could forbid the
+`grep` a run needed, or read a `rm -rf` as a look-up. A command line is the value of an
+argument named `command` (`cmd`, `keystrokes`, `script`), or the whole argument of a tool whose
+name says it runs commands (`bash`, `shell`, `terminal`, `run_command`). It **reads** when every
+command of it (split at `&&`, `||`, `;`, `|` and new lines) is a program that only observes —
+`cat`, `ls`, `grep`, `find`, `head`, a test runner, `git status` / `log` / `diff`, `sed`
+without `-i`, a verb of reading (`view`) — and none writes its output to a file; it **changes
+state** when one of them is a program that does (`rm`, `mv`, `pip install`, `git commit`, `sed
+-i`, a verb of changing: `create`, `str_replace`) or writes to a file (`>`, `>>`, `tee`); else
+nothing is said and the tool's effect stands (a script: `python fix.py`).
+"""
+
+import re
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from traces.review.tool_effects import verb_effect
+
+COMMAND_KEYS = ("command", "cmd", "keystrokes", "script")
+SHELL_WORDS = frozenset("bash sh zsh shell terminal console powershell command cmd".split())
+READ_PROGRAMS = frozenset(
+    "cat ls ll grep egrep fgrep rg ag ack find fd head tail less more wc pwd tree stat file du "
+    "df diff cmp which whereis type echo printf env printenv id whoami uname date ps top jq awk "
+    "cut sort uniq nl od xxd hexdump readlink realpath basename dirname cd true false sleep "
+    "pytest tox nosetests jest mocha vitest".split()
+)
+WRITE_PROGRAMS = frozenset(
+    "rm rmdir mv cp mkdir touch chmod chown ln tee dd truncate kill pkill killall reboot "
+    "shutdown patch".split()
+)
+# Programs whose first word after them says (`git diff` reads, `pip install` changes).
+SUBCOMMANDS = {
+    "git": (
+        "status log diff show grep blame ls-files rev-parse describe shortlog",
+        "add commit push pull checkout switch reset restore apply am merge rebase stash "
+        "cherry-pick rm mv tag clone init fetch",
+    ),
+    **dict.fromkeys(
+        "pip pip3 npm yarn pnpm cargo go apt apt-get brew poetry uv conda gem".split(),
+        (
+            "list ls show view info search outdated audit why test freeze check",
+            "install i add remove uninstall rm update upgrade publish",
+        ),
+    ),
+}
+PYTHONS = re.compile(r"^(python[\d.]*|py)$")
+TEST_MODULES = frozenset("pytest unittest doctest".split())
+_SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "|&"})
+_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
+_ASSIGNMENT = re.compile(r"^\w+=")
+_WRAPPERS = frozenset("sudo timeout nohup time env xargs".split())
+
+
+def command_line(tool: str, arguments: Any) -> str | None:
+    """The command line a call ran, if it ran one."""
+    if isinstance(arguments, Mapping):
+        for key in COMMAND_KEYS:
+            value = arguments.get(key)
+            if isinstance(value, str) and value.strip():
+                return value
+        return None
+    words = {w.lower() for w in re.findall(r"[A-Za-z]+", tool)}
+    if isinstance(arguments, str) and arguments.strip() and words & SHELL_WORDS:
+        return arguments
+    return None
+
+
+def command_effect(command: str) -> tuple[bool | None, str]:
+    """(True: only reads / False: changes state / None: not known, and what said so)."""
+    verdicts = [v for line in command.splitlines() for v in _line_verdicts(line)]
+    if not verdicts:
+        return None, ""
+    for verdict, program in verdicts:
+        if verdict is False:
+            return False, program
+    if all(verdict is True for verdict, _ in verdicts):
+        return True, ", ".join(dict.fromkeys(program for _, program in verdicts))
+    return None, ""
+
+
+def _line_verdicts(line: str) -> list[tuple[bool | None, str]]:
+    """Each command of one line (quoted text stays one word: `grep "a|b"` is one command)."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    try:
+        tokens = list(lexer)
+    except ValueError:  # an open quote (a heredoc's text, a cut line): not known
+        return [(None, "")] if line.strip() else []
+    verdicts: list[tuple[bool | None, str]] = []
+    command: list[str] = []
+    for token in [*tokens, ";"]:
+        if token in _SEPARATORS:
+            if command:
+                verdicts.append(_one_command(command))
+            command = []
+        else:
+            command.append(token)
+    return verdicts
+
+
+def _one_command(tokens: list[str]) -> tuple[bool | None, str]:
+    for i, token in enumerate(tokens[:-1]):
+        if token in _REDIRECTS and tokens[i + 1] != "/dev/null":
+            return False, "a redirect to a file"
+    tokens = [t for t in tokens if t not in ("<", "<<", "<<<", ">&", "(", ")")]
+    while tokens and (_ASSIGNMENT.match(tokens[0]) or tokens[0] in _WRAPPERS):
+        tokens = tokens[1:]
+        if tokens and tokens[0].isdigit():  # timeout 30 …
+            tokens = tokens[1:]
+    if not tokens:
+        return None, ""
+    program = tokens[0].rsplit("/", 1)[-1].lower()
+    rest = tokens[1:]
+    if program in SUBCOMMANDS:
+        reads, writes = SUBCOMMANDS[program]
+        sub = next((t for t in rest if not t.startswith("-")), "")
+        verdict = True if sub in reads.split() else False if sub in writes.split() else None
+        return verdict, f"{program} {sub}".strip()
+    if PYTHONS.match(program):
+        if len(rest) >= 2 and rest[0] == "-m":
+            if rest[1] in TEST_MODULES:
+                return True, f"{program} -m {rest[1]}"
+            if rest[1] in SUBCOMMANDS:
+                return _one_command(rest[1:])
+        return None, program
+    if program == "sed":
+        return (False, "sed -i") if any(t.startswith("-i") for t in rest) else (True, "sed")
+    if program == "find" and any(t in ("-delete", "-exec", "-execdir") for t in rest):
+        return (False, "find -delete") if "-delete" in rest else (None, "find -exec")
+    if program in READ_PROGRAMS:
+        return True, program
+    if program in WRITE_PROGRAMS:
+        return False, program
+    return verb_effect(program), program
