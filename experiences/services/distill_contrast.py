@@ -11,9 +11,11 @@ from experiences.services.versions import version_of
 from traces.review.heuristic.blame import ENDED
 
 # The clauses a contrast appended: kept when a relabel rebuilds the rest of the advice.
+# A clause's text may hold parentheses ("(each)") but never another sentence of the advice.
 CONTRAST_CLAUSES = re.compile(
-    r" (?:Do not|Instead,) [^()]*\((?:an earlier run of this task failed that way|"
-    r"that worked in another run of this task)\)\."
+    r" (?:Do not|Instead,) (?:(?!\. (?:Do not|Instead,) )(?:[^()]|\([^()]*\)))*?"
+    r"\((?:an earlier run of this task failed that way|that worked in another run of this task)"
+    r"\)\."
     r"| Check [\w.-]+ against every part of the request before you [\w.-]+: it failed in an "
     r"earlier run of this task \(.*?\)\.(?= |$)"
 )
@@ -56,6 +58,17 @@ def _contrast_clause(experience: Experience, other: Experience) -> str:
     return ""
 
 
+def contradiction_resolved(advice: str, pitfall: str) -> str:
+    """A failure's "do not X: …" where its contrast says X worked in another run of this task
+    (the Subscribe click that failed for the field typed into before it): "X failed (…)", the
+    way that worked after it. Applied again when a relabel rebuilds the advice."""
+    phrase, _, consequence = pitfall.partition(": ")
+    worked = [c for c in CONTRAST_CLAUSES.findall(advice) if c.startswith(" Instead,")]
+    if not (phrase and consequence and any(phrase in clause for clause in worked)):
+        return advice
+    return advice.replace(f"do not {pitfall}.", f"{phrase} failed ({consequence}).", 1)
+
+
 def experiences_contrast(experience: Experience, *, limit: int = 2) -> list[Experience]:
     """Contrast an experience with the runs of the same task that ended the other way, both
     ways: each side's advice gains the other's lesson (once; its source trace joins the
@@ -95,7 +108,7 @@ def experiences_contrast(experience: Experience, *, limit: int = 2) -> list[Expe
             clause = _contrast_clause(target, lesson_from)
             if not clause or clause.strip() in target.advice:
                 continue
-            target.advice = f"{target.advice}{clause}"
+            target.advice = contradiction_resolved(f"{target.advice}{clause}", target.pitfall)
             target.version += 1
             changed[target.pk] = target
             sources.append(ExperienceSource(experience=target, trace_id=source))

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from experiences.models import Experience, ExperienceSource
-from experiences.services.distill_contrast import CONTRAST_CLAUSES
+from experiences.services.distill_contrast import CONTRAST_CLAUSES, contradiction_resolved
 from experiences.services.distill_drafts import (
     ExperienceDraft,
     drafts_embed,
@@ -152,7 +152,8 @@ def _experience_revise(
         experience.save(update_fields=[*beside_the_words, "updated_at"])
     if not because and provenance.filter(labels=draft.labels).exists() and draft.labels:
         return experience  # derived from these very labels: nothing to say differently
-    advice = draft.advice + "".join(CONTRAST_CLAUSES.findall(experience.advice))
+    clauses = "".join(CONTRAST_CLAUSES.findall(experience.advice))
+    advice = contradiction_resolved(draft.advice + clauses, draft.pitfall)
     if said == (advice, draft.path, draft.polarity):
         provenance.update(labels=draft.labels)
         return experience  # the same words: no new version

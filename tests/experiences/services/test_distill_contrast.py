@@ -1,7 +1,7 @@
 """The clauses a contrast appends are found again when a relabel rebuilds the rest of the
 advice (distill_rederive keeps them; the LLM reviser gets the advice without them)."""
 
-from experiences.services.distill_contrast import CONTRAST_CLAUSES
+from experiences.services.distill_contrast import CONTRAST_CLAUSES, contradiction_resolved
 
 STRATEGY = "When you use submit, first bash <command written for the case>; call it."
 CHECK = (
@@ -18,3 +18,29 @@ def test_both_kinds_of_a_success_s_contrast_are_found_and_stripped():
     advice = STRATEGY + CHECK + DO_NOT
     assert CONTRAST_CLAUSES.findall(advice) == [CHECK, DO_NOT]
     assert CONTRAST_CLAUSES.sub("", advice) == STRATEGY
+
+
+FAILED_CLICK = 'click "button#subscribe": it returned "Error: email is required"'
+INSTEAD = (
+    ' Instead, type <email from the request> "input#email" (each), then click '
+    '"button#subscribe" (that worked in another run of this task).'
+)
+
+
+def test_a_clause_with_parentheses_is_found_and_never_takes_the_advice_s_own_sentences():
+    own = "When you use click: do not x: y. Instead, search <query from the request> (each)."
+    assert CONTRAST_CLAUSES.findall(own + INSTEAD) == [INSTEAD]
+
+
+def test_a_failure_s_do_not_of_the_call_that_worked_in_another_run_says_it_failed():
+    """A web agent typed into the wrong field and clicked Subscribe: "do not click Subscribe
+    … Instead, …, then click Subscribe" forbade the way that worked."""
+    advice = f"When you use click: do not {FAILED_CLICK}.{INSTEAD}"
+    assert contradiction_resolved(advice, FAILED_CLICK) == (
+        'When you use click: click "button#subscribe" failed (it returned "Error: email is '
+        f'required").{INSTEAD}'
+    )
+    # The way that worked never made the blamed call: "do not" stays.
+    other = " Instead, press <key of the case> (that worked in another run of this task)."
+    kept = f"When you use click: do not {FAILED_CLICK}.{other}"
+    assert contradiction_resolved(kept, FAILED_CLICK) == kept

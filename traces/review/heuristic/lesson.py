@@ -103,6 +103,12 @@ def _made_again(failed: StepView, steps: list[StepView]) -> bool:
     )
 
 
+def _worked_later(failed: StepView, steps: list[StepView]) -> bool:
+    """A later call of the same tool worked (with other arguments: another payment method):
+    the tool was right, the arguments were not."""
+    return any(s.index > failed.index and s.tool == failed.tool and not errored(s) for s in steps)
+
+
 def _blamed_phrase(blame: Blame, sources: Sources) -> str:
     step = blame.step
     if step.tool:
@@ -167,9 +173,12 @@ def lesson(
             f"{where}: {made} failed{why}; make this change only when the request asks for it "
             f"and the rules allow it: check both before you {step.tool}."
         )
-    elif blame.evidence == FAILED and request.trace.call_effect(step).is_read_only:
+    elif blame.evidence == FAILED and (
+        request.trace.call_effect(step).is_read_only or _worked_later(step, request.steps)
+    ):
         # A look-up that failed: looking up is still right, the lesson is what to do when it
-        # fails like that (its own value belongs to that case).
+        # fails like that (its own value belongs to that case); so for a change the run then
+        # made with other arguments ("do not" would forbid the change it made).
         advice = f"{where}: {phrase} can fail ({blame.consequence}); then "
         advice += f"{instead} instead." if instead else "change its arguments, do not repeat it."
         return advice, pitfall
@@ -200,8 +209,12 @@ def blamed_advice(
         # it was ("Buy Now" before a product was open); the strategy's order is the lesson,
         # and "do not" would forbid the purchase itself.
         return f"{when_strategy}."
-    if blame.evidence == FAILED and request.trace.call_effect(blame.step).is_read_only:
-        # A look-up that failed on the way: looking up is still right.
+    if blame.evidence == FAILED and (
+        request.trace.call_effect(blame.step).is_read_only
+        or _worked_later(blame.step, request.steps)
+    ):
+        # A look-up that failed on the way: looking up is still right; a change that failed and
+        # then worked with other arguments (another payment method) was right too.
         phrase = _blamed_phrase(blame, sources)
         return (
             f"{when_strategy}. {phrase} can fail ({blame.consequence}): then change its "

@@ -798,8 +798,12 @@ def test_a_failed_trajectory_yields_a_lesson_and_does_not_offer_the_same_failure
     template = review(trace, steps).template
 
     assert template.worth_reference
-    assert template.experience.startswith("When you use apt_install: do not apt_install ")
-    assert ': it returned "PackageNotFound"' in template.experience
+    # The next install worked: the package name was wrong, not installing ("do not apt_install
+    # <pkg of the case>" read as "do not install").
+    assert template.experience == (
+        "When you use apt_install: apt_install <pkg of the case> can fail (it returned "
+        '"PackageNotFound"); then change its arguments, do not repeat it.'
+    )
     assert "Instead," not in template.experience  # nothing necessary came after it
     assert 'avoid apt_install "libssl1.1": it failed' in template.improvements
 
