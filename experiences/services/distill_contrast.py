@@ -69,6 +69,25 @@ def contradiction_resolved(advice: str, pitfall: str) -> str:
     return advice.replace(f"do not {pitfall}.", f"{phrase} failed ({consequence}).", 1)
 
 
+_CHECK_HEAD = re.compile(r" Check [\w.-]+ against every part of the request before you [\w.-]+: ")
+
+
+def advice_with_clause(advice: str, clause: str) -> str | None:
+    """The advice with the clause, or None when it says nothing new: one "Instead, …" (the way
+    that worked) and one "Check X …" per call (the one that says more: a second failure of the
+    task with its error), however many runs of the task ended the other way."""
+    if clause.strip() in advice:
+        return None
+    said = CONTRAST_CLAUSES.findall(advice)
+    if clause.startswith(" Instead,") and any(c.startswith(" Instead,") for c in said):
+        return None
+    head = _CHECK_HEAD.match(clause)
+    same = [c for c in said if head and c.startswith(head.group(0))]
+    if same:
+        return advice.replace(same[0], clause, 1) if len(clause) > len(same[0]) else None
+    return f"{advice}{clause}"
+
+
 def experiences_contrast(experience: Experience, *, limit: int = 2) -> list[Experience]:
     """Contrast an experience with the runs of the same task that ended the other way, both
     ways: each side's advice gains the other's lesson (once; its source trace joins the
@@ -106,9 +125,10 @@ def experiences_contrast(experience: Experience, *, limit: int = 2) -> list[Expe
             if source is None or source in traces.setdefault(target.pk, []):
                 continue
             clause = _contrast_clause(target, lesson_from)
-            if not clause or clause.strip() in target.advice:
+            advice = advice_with_clause(target.advice, clause) if clause else None
+            if advice is None:
                 continue
-            target.advice = contradiction_resolved(f"{target.advice}{clause}", target.pitfall)
+            target.advice = contradiction_resolved(advice, target.pitfall)
             target.version += 1
             changed[target.pk] = target
             sources.append(ExperienceSource(experience=target, trace_id=source))

@@ -251,30 +251,34 @@ def _optional_lookups(
 
 
 def _features(member: Member) -> dict[str, tuple[str, str, str]]:
-    """key -> (kind, subject, text) of what the run did."""
+    """key -> (kind, subject, text) of what the run did, by workflow step (`_step`: a command
+    line's command, "bash \"python -m pytest …\"", not "bash")."""
     found: dict[str, tuple[str, str, str]] = {}
     first_at: dict[str, int] = {}
     effect_of: dict[str, str] = {}
+    names: dict[str, str] = {}  # how the text names a step: its tool, or the command it ran
+    tools: dict[str, str] = {}
     for position, call in enumerate(member.calls):
-        tool = call["tool"]
-        effect_of.setdefault(tool, call["effect"])
-        first_at.setdefault(tool, position)
-        step = _step(call)
+        tool, step = call["tool"], _step(call)
+        effect_of.setdefault(step, call["effect"])
+        first_at.setdefault(step, position)
+        names.setdefault(step, tool if step == tool else call["pattern"])
+        tools[step] = tool
         if call["errored"] and step != tool:
             # A command that failed (the tests, a build): which command, not "a bash call".
             found[f"failed:{step}"] = ("failed-command", tool, call["pattern"])
         elif call["errored"]:
             found[f"failed:{tool}"] = ("failed", tool, f"had a {tool} call fail")
         elif call["effect"] != "read":
-            found[f"call:{tool}"] = ("call", tool, f"called {tool}")
+            found[f"call:{step}"] = ("call", tool, f"called {names[step]}")
         else:
-            found[f"read:{tool}"] = ("read", tool, f"called {tool}")
+            found[f"read:{step}"] = ("read", tool, f"called {names[step]}")
     for first, at in first_at.items():
         for second, later in first_at.items():
             if first != second and at < later and effect_of.get(second) != "read":
-                text = f"called {first} before {second}"
+                text = f"called {names[first]} before {names[second]}"
                 kind = "before" if effect_of.get(first) == "read" else "write-before"
-                found[f"before:{first}>{second}"] = (kind, second, text)
+                found[f"before:{first}>{second}"] = (kind, tools[second], text)
     return found
 
 
@@ -286,8 +290,8 @@ def _insight_advice(key: str, feature: tuple[str, str, str], for_success: bool, 
         did = text.replace("called", "call", 1)
         return f"When you use {subject}: successful runs {did} ({counts})."
     if kind == "write-before":
-        first, second = key.removeprefix("before:").split(">")
-        return f"When you use {second}: do not call it after {first} ({counts} did)."
+        first = text.removeprefix("called ").rsplit(" before ", 1)[0]
+        return f"When you use {subject}: do not call it after {first} ({counts} did)."
     if kind == "failed":
         return (
             f"When you use {subject}: check its arguments first: a {subject} call failed in "
@@ -347,7 +351,8 @@ def insights(members: list[Member]) -> list[Induced]:
 
         feature = described[key]
         if feature[0] in ("call", "read"):  # show how the runs called it
-            feature = (feature[0], subject, f"called {_pattern_of(members, subject)}")
+            step = key.split(":", 1)[1]
+            feature = (feature[0], subject, f"called {_pattern_of(members, step)}")
         advice = _insight_advice(
             key, feature, speaks_for_success,
             f"{in_success[key]} of {n_s} successful runs, {in_failure[key]} of {n_f} failed runs",

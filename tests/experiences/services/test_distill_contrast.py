@@ -1,7 +1,11 @@
 """The clauses a contrast appends are found again when a relabel rebuilds the rest of the
 advice (distill_rederive keeps them; the LLM reviser gets the advice without them)."""
 
-from experiences.services.distill_contrast import CONTRAST_CLAUSES, contradiction_resolved
+from experiences.services.distill_contrast import (
+    CONTRAST_CLAUSES,
+    advice_with_clause,
+    contradiction_resolved,
+)
 
 STRATEGY = "When you use submit, first bash <command written for the case>; call it."
 CHECK = (
@@ -44,3 +48,19 @@ def test_a_failure_s_do_not_of_the_call_that_worked_in_another_run_says_it_faile
     other = " Instead, press <key of the case> (that worked in another run of this task)."
     kept = f"When you use click: do not {FAILED_CLICK}.{other}"
     assert contradiction_resolved(kept, FAILED_CLICK) == kept
+
+
+def test_a_task_s_second_failure_says_its_check_once_with_the_error_and_one_way_is_enough():
+    """Two failed runs of a coding task: the success learned "Check submit …" twice, once with
+    the error the tests returned; a failure contrasted with two successes, two ways."""
+    plain = (
+        " Check submit against every part of the request before you submit: it failed in an "
+        "earlier run of this task (the run failed)."
+    )
+    advice = advice_with_clause(STRATEGY, plain)
+    assert advice == STRATEGY + plain
+    assert advice_with_clause(advice, CHECK) == STRATEGY + CHECK  # the one that says more
+    assert advice_with_clause(STRATEGY + CHECK, plain) is None
+    failure = f"When you use click: do not {FAILED_CLICK}.{INSTEAD}"
+    other_way = " Instead, press <key of the case> (that worked in another run of this task)."
+    assert advice_with_clause(failure, other_way) is None

@@ -286,12 +286,15 @@ def test_a_command_that_failed_in_the_failures_is_named_and_not_blamed_on_its_ar
             call["effect"] = "write" if call["tool"] == "submit" else "read"
         return Member(trace_id, passed, made, frozenset({str(trace_id)}))
 
-    (insight,) = insights([run(1, True), run(2, True), run(3, False), run(4, False)])
-    assert insight.advice == (
+    found = insights([run(1, True), run(2, True), run(3, False), run(4, False)])
+    assert [i.advice for i in found] == [
+        # A command is a step of its own ("bash", every run read a file): the test run.
+        'When you use bash: successful runs call bash "python -m pytest <path of the case>" (2 of '
+        "2 successful runs, 0 of 2 failed runs).",
         'When you use bash: in failed runs bash "python -m pytest <path of the case>" failed (0 of '
-        "2 successful runs, 2 of 2 failed runs): do not go on while it fails."
-    )
-    assert insight.tools == ["bash"]
+        "2 successful runs, 2 of 2 failed runs): do not go on while it fails.",
+    ]
+    assert [i.tools for i in found] == [["bash"], ["bash"]]
 
 
 def test_the_clicks_on_the_way_and_the_purchase_are_two_steps():

@@ -54,6 +54,13 @@ def bash(index, command, result, error=False):
               is_error=error)  # fmt: skip
 
 
+def fix(index):
+    return sv(index, tool="str_replace_editor",
+              arguments={"command": "str_replace", "path": "utils/date.py",
+                         "old_str": "return date", "new_str": "return _checked"},
+              observation="The file utils/date.py has been edited.")  # fmt: skip
+
+
 def test_a_coding_success_teaches_its_edit_and_the_test_run_that_checked_it():
     """The reads before the edit are look-ups (the gap says so); the tests run again after the
     edit check it, so they are neither a repeat nor left out of the strategy."""
@@ -63,10 +70,7 @@ def test_a_coding_success_teaches_its_edit_and_the_test_run_that_checked_it():
         bash(2, "cat utils/date.py", "def parse_date(s):\n    return date(*s.split('-'))"),
         bash(3, "grep -n parse_date tests/test_date.py", "5:    parse_date('2024-02-30')"),
         bash(4, "python -m pytest tests/test_date.py", "1 failed"),
-        sv(5, tool="str_replace_editor",
-           arguments={"command": "str_replace", "path": "utils/date.py",
-                      "old_str": "return date", "new_str": "return _checked"},
-           observation="The file utils/date.py has been edited."),
+        fix(5),
         bash(6, "python -m pytest tests/test_date.py", "3 passed"),
         sv(7, tool="submit", observation="submitted"),
     ]  # fmt: skip
@@ -78,3 +82,19 @@ def test_a_coding_success_teaches_its_edit_and_the_test_run_that_checked_it():
         'str_replace_editor "str_replace" <path from the request> <old_str from bash> …, then '
         'bash "python -m pytest <path of the case>" again.'
     )
+
+
+def test_the_same_case_is_told_its_tests_failed_before_the_fix_not_to_stop_running_them():
+    steps = [
+        sv(0, "user_input", content=TASK),
+        bash(1, "python -m pytest tests/test_date.py", "1 failed", error=True),
+        fix(2),
+        bash(3, "python -m pytest tests/test_date.py", "3 passed"),
+        sv(4, tool="submit", observation="submitted"),
+    ]  # fmt: skip
+    outcome = HeuristicReviewer().review(request_for(tv(task=TASK, outcome="success"), steps))
+    replay = outcome.template.replay
+    assert 'do not bash "python -m pytest' not in replay, replay
+    assert replay.endswith(
+        'bash "python -m pytest tests/test_d…" failed at first (it returned "1 failed").'
+    ), replay

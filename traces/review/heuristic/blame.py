@@ -97,6 +97,23 @@ def errored(step: StepView) -> bool:
     return step.kind == "tool_call" and (step.is_error or error_opening(step))
 
 
+def worked_again(failed: StepView, steps: list[StepView]) -> bool:
+    """The run made the same call (tool and arguments) again later, and that time it worked."""
+    return any(
+        s.index > failed.index
+        and s.tool == failed.tool
+        and s.arguments == failed.arguments
+        and not errored(s)
+        for s in steps
+    )
+
+
+def worked_later(failed: StepView, steps: list[StepView]) -> bool:
+    """A later call of the same tool worked (with other arguments: another payment method):
+    the tool was right, the arguments were not."""
+    return any(s.index > failed.index and s.tool == failed.tool and not errored(s) for s in steps)
+
+
 def _verdict(step: StepView) -> str | None:
     result = (step.observation_raw or step.observation).strip()
     tail = result[-400:]

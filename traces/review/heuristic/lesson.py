@@ -12,7 +12,8 @@ from traces.review.heuristic.blame import (
     REFUSED,
     Blame,
     blames_the_answer,
-    errored,
+    worked_again,
+    worked_later,
 )
 from traces.review.heuristic.placeholders import (
     Sources,
@@ -92,23 +93,6 @@ def fed_look_ups(
     return [candidates[index] for index in sorted(fed)]
 
 
-def _made_again(failed: StepView, steps: list[StepView]) -> bool:
-    """The run made the same call (tool and arguments) again later, and that time it worked."""
-    return any(
-        s.index > failed.index
-        and s.tool == failed.tool
-        and s.arguments == failed.arguments
-        and not errored(s)
-        for s in steps
-    )
-
-
-def _worked_later(failed: StepView, steps: list[StepView]) -> bool:
-    """A later call of the same tool worked (with other arguments: another payment method):
-    the tool was right, the arguments were not."""
-    return any(s.index > failed.index and s.tool == failed.tool and not errored(s) for s in steps)
-
-
 def _blamed_phrase(blame: Blame, sources: Sources) -> str:
     step = blame.step
     if step.tool:
@@ -174,7 +158,7 @@ def lesson(
             f"and the rules allow it: check both before you {step.tool}."
         )
     elif blame.evidence == FAILED and (
-        request.trace.call_effect(step).is_read_only or _worked_later(step, request.steps)
+        request.trace.call_effect(step).is_read_only or worked_later(step, request.steps)
     ):
         # A look-up that failed: looking up is still right, the lesson is what to do when it
         # fails like that (its own value belongs to that case); so for a change the run then
@@ -204,14 +188,14 @@ def blamed_advice(
             f"{when_strategy}. Check {phrase} against every part of the request first: "
             f"{blame.consequence}."
         )
-    if blame.evidence == FAILED and _made_again(blame.step, request.steps):
+    if blame.evidence == FAILED and worked_again(blame.step, request.steps):
         # The same call worked later in the run: it failed for when it was made, not for what
         # it was ("Buy Now" before a product was open); the strategy's order is the lesson,
         # and "do not" would forbid the purchase itself.
         return f"{when_strategy}."
     if blame.evidence == FAILED and (
         request.trace.call_effect(blame.step).is_read_only
-        or _worked_later(blame.step, request.steps)
+        or worked_later(blame.step, request.steps)
     ):
         # A look-up that failed on the way: looking up is still right; a change that failed and
         # then worked with other arguments (another payment method) was right too.

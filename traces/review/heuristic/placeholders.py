@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from traces.review.command_effects import command_line
 from traces.review.scene import argument_summary
 from traces.review.tool_effects import ToolEffect
 from traces.review.types import StepView, TraceView
@@ -23,6 +24,7 @@ from traces.review.values import content_words
 
 PATTERN_CHARS = 90  # one call
 LITERAL_CHARS = 40  # longer text the agent wrote itself is a placeholder too
+COMMAND_CHARS = 80  # a command line up to this long is shown with its values named
 FREE_TEXT_WORDS = 5
 _SCAN = 8000
 _WHOLE_VALUE_MIN = 2
@@ -137,8 +139,12 @@ def argument_pattern(
     *,
     final: bool = False,
     answer: bool = False,
+    command: bool = False,
 ) -> str:
     """One argument as a placeholder by its origin, or as itself (short) when it has none.
+    `command`: the argument is a command line (command_effects.command_line): a short one keeps
+    its command with its values named ("python -m pytest <path from the request>"), even when
+    its words are the request's ("<command in the request's words>" hid the test run).
     `answer`: the call is the answer nearly every run ends on; a value of it that the request
     held ("Which is older, A or B?") is that case's answer, not where the next one is: served to
     other questions, "<answer from the request>" was judged misleading 10 times of 12 (helpful
@@ -154,6 +160,8 @@ def argument_pattern(
         return f"{key}=[{size} items]" if isinstance(value, list) else f"{key}={{{size} fields}}"
     if not leaves:
         return "" if value is None else f"{key}={str(value).lower()}"
+    if command and len(leaves[0]) <= COMMAND_CHARS and len(leaves[0].split()) >= 2:
+        return f'"{_pieces_named(leaves[0], sources, before)}"'
     origin = sources.origin(leaves[0], before)
     if origin == CONSTANT:
         return f'"{leaves[0]}"'
@@ -213,17 +221,23 @@ def call_pattern(
     if not step.tool:
         return f"{step.kind.replace('_', ' ')}"
     arguments = step.arguments
+    ran = command_line(step.tool, arguments)
     if isinstance(arguments, dict):
         parts = [
-            argument_pattern(str(k), v, sources, step.index, final=final, answer=answer)
+            argument_pattern(
+                str(k), v, sources, step.index, final=final, answer=answer, command=v == ran
+            )
             for k, v in arguments.items()
         ]
     elif arguments in (None, "", [], {}):
         parts = []
     else:
         parts = [
-            argument_pattern("input", arguments, sources, step.index, final=final, answer=answer)
-        ]
+            argument_pattern(
+                "input", arguments, sources, step.index, final=final, answer=answer,
+                command=ran is not None,
+            )
+        ]  # fmt: skip
     parts = [p for p in parts if p]
     text = step.tool
     for part in parts:

@@ -4,7 +4,14 @@ episode)."""
 
 import re
 
-from traces.review.heuristic.blame import CHANGED, ENDED, REFUSED, Blame, errored
+from traces.review.heuristic.blame import (
+    CHANGED,
+    ENDED,
+    REFUSED,
+    Blame,
+    errored,
+    worked_again,
+)
 from traces.review.heuristic.placeholders import literal_call, literal_path
 from traces.review.scene import cut_at_word, first_sentence
 from traces.review.types import ReviewRequest, StepView, counts_as_success
@@ -168,6 +175,11 @@ def replay_of(request: ReviewRequest, necessary_calls: list[StepView], blame: Bl
             text += f'; it answered "{first_sentence(step.content, 60)}" and '
             text += f"{blame.consequence}: find what the request needs that this run did not do "
             text += "before you answer"
+        elif step.tool and worked_again(step, request.steps):
+            # The very call failed and then worked when the run made it again (the tests run
+            # again after the fix): "do not" would forbid the case's own way. A call with these
+            # values that never worked stays "do not": the same case must not repeat it.
+            text += f"; {what} failed at first ({blame.consequence})"
         else:
             text += f"; do not {what}: {blame.consequence}"
     elif counts_as_success(outcome) and request.trace.final_answer:

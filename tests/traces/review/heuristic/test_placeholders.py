@@ -34,3 +34,22 @@ def test_a_name_from_nowhere_the_run_shows_or_a_value_of_one_piece_stays_as_it_w
     assert call_pattern(edit, Sources.of(TASK, [edit])) == 'str_replace_editor "str_replace"'
     read = sv(0, tool="read_file", arguments={"path": "/etc/app.yml"})
     assert call_pattern(read, Sources.of(TASK, [read])) == 'read_file "/etc/app.yml"'
+
+
+def test_a_command_whose_words_are_the_request_s_keeps_its_command():
+    """The request names the test file: the whole command was "<command in the request's
+    words>", which hid that the run ran the tests."""
+    task = "Fix slugify in utils/text.py: tests/test_text.py fails"
+    steps = [bash(0, "python -m pytest tests/test_text.py", "4 passed")]
+    assert call_pattern(steps[0], Sources.of(task, steps)) == (
+        'bash "python -m pytest <path from the request>"'
+    )
+    shell = sv(0, tool="terminal", arguments="python -m pytest tests/test_text.py")
+    assert call_pattern(shell, Sources.of(task, [shell])) == (
+        'terminal "python -m pytest <path from the request>"'
+    )
+    # A search's words stay the request's: it is no command line.
+    search = sv(0, tool="search", arguments={"query": "slugify utils text tests"})
+    assert call_pattern(search, Sources.of(task, [search])) == (
+        "search <query in the request's words>"
+    )
