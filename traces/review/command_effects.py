@@ -13,6 +13,12 @@ without `-i`, a verb of reading (`view`) — and none writes its output to a fil
 state** when one of them is a program that does (`rm`, `mv`, `pip install`, `git commit`, `sed
 -i`, a verb of changing: `create`, `str_replace`) or writes to a file (`>`, `>>`, `tee`); else
 nothing is said and the tool's effect stands (a script: `python fix.py`).
+
+A **SQL statement** (the value of an argument named `sql`, `query` or `statement`, or the whole
+argument of a tool whose name says SQL or database: `run_sql`, `query_db`) is judged the same
+way: `SELECT`, `WITH … SELECT`, `SHOW`, `DESCRIBE`, `EXPLAIN` read; `INSERT INTO`, `UPDATE …
+SET`, `DELETE FROM`, `CREATE` / `DROP` / `ALTER TABLE` and the like change state; a search's
+words ("update on the election") are no statement and say nothing.
 """
 
 import re
@@ -55,6 +61,72 @@ _SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "|&"})
 _REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
 _ASSIGNMENT = re.compile(r"^\w+=")
 _WRAPPERS = frozenset("sudo timeout nohup time env xargs".split())
+
+
+SQL_KEYS = ("sql", "query", "statement")
+SQL_WORDS = frozenset("sql sqlite postgres mysql db database".split())
+_SQL_READ = re.compile(r"^(?:select|show|describe|desc|explain|pragma)\b|^with\b", re.I)
+_SQL_WRITE = re.compile(
+    r"^(?:insert\s+(?:or\s+\w+\s+)?into|update\s+\S+\s+set|delete\s+from|merge\s+into|"
+    r"replace\s+into|truncate\s+table|(?:create|drop|alter)\s+(?:or\s+replace\s+)?"
+    r"(?:temp\w*\s+)?(?:unique\s+)?(?:table|view|index|schema|database|function|procedure|"
+    r"trigger)\b)",
+    re.I,
+)
+_SQL_WRITES_INSIDE = re.compile(
+    r"\b(?:insert\s+into|update\s+\S+\s+set|delete\s+from|merge\s+into)\b", re.I
+)
+_SQL_SHAPE = re.compile(
+    r"^\s*(?:select|with)\b[\s\S]*\bfrom\s+\w[\s\S]*\bwhere\b|"
+    r"^\s*(?:select\s+(?:\*|count\s*\()|insert\s+into\s+\w+\s*\(|"
+    r"update\s+\w+\s+set\s+\w+\s*=|delete\s+from\s+\w+\s+where\b)",
+    re.I,
+)
+_SQL_COMMENT = re.compile(r"^\s*(?:--[^\n]*\n|/\*.*?\*/)", re.S)
+
+
+def call_verdict(tool: str, arguments: Any) -> tuple[bool | None, str]:
+    """What one call ran says of its effect: its command line, else its SQL statement (True:
+    only reads / False: changes state / None: nothing said), and what said so."""
+    command = command_line(tool, arguments)
+    if command is not None:
+        return command_effect(command)
+    statement = _statement(tool, arguments)
+    return sql_effect(statement) if statement is not None else (None, "")
+
+
+def _statement(tool: str, arguments: Any) -> str | None:
+    """The SQL a call ran: a `sql` / `statement` argument, a `query` of a database tool or one
+    shaped like SQL (a search's `query` for "Show Boat" or "Grant Hill" is words), or the whole
+    argument of a database tool."""
+    database = bool({w.lower() for w in re.findall(r"[A-Za-z]+", tool)} & SQL_WORDS)
+    if isinstance(arguments, Mapping):
+        for key in SQL_KEYS:
+            value = arguments.get(key)
+            if isinstance(value, str) and value.strip():
+                shaped = key != "query" or database or _SQL_SHAPE.search(value)
+                return value if shaped else None
+        return None
+    return arguments if isinstance(arguments, str) and database else None
+
+
+def sql_effect(statement: str) -> tuple[bool | None, str]:
+    """(True: every statement reads / False: one changes state / None: not SQL or not known)."""
+    verdicts = []
+    for part in statement.split(";"):
+        while (comment := _SQL_COMMENT.match(part)) is not None:
+            part = part[comment.end() :]
+        part = part.strip()
+        if not part:
+            continue
+        if _SQL_WRITE.match(part) or (
+            part[:4].lower() == "with" and _SQL_WRITES_INSIDE.search(part)
+        ):
+            return False, part.split(None, 1)[0].upper()
+        verdicts.append(True if _SQL_READ.match(part) else None)
+    if verdicts and all(verdicts):
+        return True, "SELECT"
+    return None, ""
 
 
 def command_line(tool: str, arguments: Any) -> str | None:

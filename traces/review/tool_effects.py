@@ -19,9 +19,10 @@ that says, in this order:
 4. **name** — the verb of the tool's name (`get_user_details`, `Search`, `kubectl_logs` read;
    `book_reservation`, `docker_restart`, `Finish` change or commit), as a last resort.
 
-One **call** of a tool that runs command lines (`bash`, a terminal, `str_replace_editor`'s
-`view`) is judged by its command, unless the tool is declared read-only
-(traces.review.command_effects, `ToolEffect.of_command`): `cat` reads where `sed -i` writes.
+One **call** that runs a command line (`bash`, a terminal, `str_replace_editor`'s `view`) or a
+SQL statement is judged by what it ran, unless the tool is declared read-only
+(traces.review.command_effects, `ToolEffect.of_command`): `cat` and `SELECT` read where `sed
+-i` and `UPDATE … SET` write.
 
 A **hand-off** (`hands_off`) passes the case to a person — `transfer_to_human_agents`,
 `escalate_to_support`, a description opening "Transfer the user to a human agent": its name or
@@ -95,17 +96,13 @@ class ToolEffect:
         )
         return ToolEffect(self.tool, True, "behaviour", evidence)
 
-    def of_command(self, command: str | None) -> "ToolEffect":
-        """The effect of one call that ran a command line (traces.review.command_effects):
-        what its command does, when that is known and the tool is not declared read-only."""
-        if command is None or (self.basis == "declared" and self.read_only is True):
+    def of_command(self, verdict: bool | None, said: str) -> "ToolEffect":
+        """The effect of one call by what it ran (its command line or SQL statement,
+        traces.review.command_effects.call_verdict), when that is known and the tool is not
+        declared read-only."""
+        if verdict is None or (self.basis == "declared" and self.read_only is True):
             return self
-        from traces.review.command_effects import command_effect  # it reads verb_effect here
-
-        verdict, said = command_effect(command)
-        if verdict is None:
-            return self
-        evidence = f"its command ({said}) {'only reads' if verdict else 'changes state'}"
+        evidence = f"what it ran ({said}) {'only reads' if verdict else 'changes state'}"
         return replace(self, read_only=verdict, basis="command", evidence=evidence)
 
     @property

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from traces.review.command_effects import command_line
+from traces.review.command_effects import call_verdict
 from traces.review.tool_effects import ToolEffect, tool_effect
 
 Label = Literal["necessary", "redundant", "misleading", "failed"]
@@ -70,12 +70,12 @@ class TraceView:
 
     def call_effect(self, step: "StepView") -> ToolEffect:
         """The effect of one call (a tool that commits with one argument navigates with the
-        others: tool_effects.ToolEffect.of_call; a command line is judged by its command,
-        traces.review.command_effects)."""
+        others: tool_effects.ToolEffect.of_call; a command line or a SQL statement is judged by
+        what it ran, traces.review.command_effects)."""
         from traces.review.scene import argument_summary  # scene reads StepView from here
 
         effect = self.effect(step.tool).of_call(argument_summary(step.arguments))
-        return effect.of_command(command_line(step.tool, step.arguments))
+        return effect.of_command(*call_verdict(step.tool, step.arguments))
 
 
 @dataclass(frozen=True)

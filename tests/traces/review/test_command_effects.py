@@ -4,7 +4,7 @@ the next (pure functions, and a coding run reviewed by the heuristic reviewer)."
 import pytest
 
 from tests.support.review_builders import request_for, sv, tv
-from traces.review.command_effects import command_effect, command_line
+from traces.review.command_effects import call_verdict, command_effect, command_line
 from traces.review.heuristic import HeuristicReviewer
 
 TASK = "Fix parse_date in utils/date.py: parse_date('2024-02-30') must raise ValueError"
@@ -47,6 +47,27 @@ def test_a_command_line_is_a_command_argument_or_the_argument_of_a_shell_tool():
     assert command_line("search", "red cotton t-shirt") is None  # not a shell: its words stay
     assert command_line("click", "Buy Now") is None
     assert command_line("get_user_details", {"user_id": "mia_li_3668"}) is None
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "reads"),
+    [
+        ("run_sql", {"query": "SELECT name FROM users WHERE id = 3"}, True),
+        ("run_sql", {"sql": "-- totals\nWITH t AS (SELECT 1) SELECT * FROM t"}, True),
+        ("query_db", "EXPLAIN SELECT 1", True),
+        ("run_sql", {"query": "UPDATE users SET name = 'x' WHERE id = 3"}, False),
+        ("execute_sql", "DELETE FROM orders WHERE id = 1", False),
+        ("run_sql", {"statement": "select count(*) from t; drop table t"}, False),
+        ("run_sql", {"query": "WITH old AS (SELECT 1) DELETE FROM t"}, False),
+        ("search", {"query": "update on the election"}, None),  # words, no statement
+        ("Search", {"query": "Grant Hill"}, None),
+        ("Search", {"query": "Show Boat"}, None),
+        ("search_logs", {"query": "SELECT msg FROM logs WHERE level = 'error'"}, True),
+        ("get_user_details", {"user_id": "mia_li_3668"}, None),
+    ],
+)  # fmt: skip
+def test_a_sql_statement_reads_or_changes_state_by_what_it_does(tool, arguments, reads):
+    assert call_verdict(tool, arguments)[0] is reads
 
 
 def bash(index, command, result, error=False):
