@@ -524,3 +524,27 @@ def test_a_success_s_call_that_failed_then_worked_later_is_no_pitfall():
     # "Buy Now" before a product was open failed; the purchase itself is what the task needs.
     assert "Do not" not in template.experience and "do not" not in template.experience
     assert template.experience.startswith("When you use click, first search ")
+
+
+def test_an_llm_lesson_forbidding_a_command_that_only_read_is_replaced_by_the_rules():
+    """`bash` is of no known effect; its calls here only read (`cat`, `grep`): a lesson that
+    forbids them forbids a look-up."""
+    steps = [
+        said(0, "Fix parse_date in utils/date.py"),
+        call(1, "bash", {"command": "cat utils/date.py"}, "def parse_date(s): ..."),
+        call(2, "bash", {"command": "grep -n parse_date tests/test_date.py"}, "5: parse_date("),
+        call(3, "submit", {}, "submitted"),
+    ]
+    trace = tv(task=steps[0].content, outcome="failure")
+    from traces.review.types import ReviewTemplate
+
+    llm = ReviewTemplate(
+        goal="g", execution_path=[], effective_steps=[], ineffective_steps=[],
+        key_decisions=[], improvements=[], worth_reference=True,
+        experience='When you fix a bug, do not bash "cat utils/date.py".',
+        pitfall='bash "cat utils/date.py"', blamed_step=3, labels=[],
+    )  # fmt: skip
+    assert rule_breaks(llm, request_for(trace, steps)) == ["forbids the read-only call bash"]
+    # A shell that also wrote is not a look-up as a whole: nothing to say by the tool alone.
+    steps[2] = call(2, "bash", {"command": "sed -i 's/a/b/' utils/date.py"}, "")
+    assert rule_breaks(llm, request_for(trace, steps)) == []

@@ -21,12 +21,14 @@ _QUOTED_CHARS = 60  # this much of the request, verbatim, is a quote
 def rule_breaks(template: ReviewTemplate, request: ReviewRequest) -> list[str]:
     """What in the LLM's lesson breaks the rules (empty: nothing)."""
     steps = {s.index: s for s in request.steps}
-    tools = {s.tool for s in request.steps if s.tool}
     failed_tools = {s.tool for s in request.steps if errored(s)}
     found = []
     for tool in _FORBIDS.findall(f"{template.experience} {template.pitfall}"):
-        effect = request.trace.effect(tool)
-        if tool in tools and effect.is_read_only and tool not in failed_tools:
+        # By call: a shell tool's calls read or write by what they ran (`cat` reads), so a
+        # tool of unknown effect whose every call here only read is a look-up too.
+        calls = [s for s in request.steps if s.tool == tool]
+        reads = bool(calls) and all(request.trace.call_effect(c).is_read_only for c in calls)
+        if reads and tool not in failed_tools:
             found.append(f"forbids the read-only call {tool}")
     blamed = steps.get(template.blamed_step) if template.blamed_step is not None else None
     if blamed is not None and blamed.tool and request.trace.call_effect(blamed).is_read_only:
