@@ -88,15 +88,15 @@ except (OSError, AttributeError):
     _prctl = None
 
 
-def dies_with_this_process() -> Callable[[], None]:
-    """A `preexec_fn` for a child that must not outlive this process: it gets SIGTERM when this
-    process dies, however (Linux's parent-death signal; a SIGKILL too), and exits at once if
-    this process already died between the fork and the request."""
+def dies_with_this_process(signal_number: int = signal.SIGTERM) -> Callable[[], None]:
+    """A `preexec_fn` for a child that must not outlive this process: it gets `signal_number`
+    (SIGTERM) when this process dies, however (Linux's parent-death signal; a SIGKILL too), and
+    exits at once if this process already died between the fork and the request."""
     parent = os.getpid()
 
     def setup() -> None:
         if _prctl is not None:
-            _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+            _prctl(_PR_SET_PDEATHSIG, signal_number)
         if os.getppid() != parent:
             os._exit(1)
 

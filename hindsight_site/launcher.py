@@ -196,7 +196,11 @@ def run(args: argparse.Namespace) -> int:
         username, password, demo_key = prepare_database(directory)
         supervisor.env = dict(os.environ)
         supervisor.spawn("web", web_command(host, port, directory), nice=web_nice())
-        supervisor.spawn("worker", worker_command(os.getpid()))
+        # A launcher that died leaves nobody to wait for: the worker's shutdown is Celery's cold
+        # one (SIGQUIT), not the warm one that finishes its task first, whose broker (this
+        # launcher's Redis) is going too. Its task is not acknowledged: it is delivered again,
+        # or the sweeps send its trace again.
+        supervisor.spawn("worker", worker_command(os.getpid()), death_signal=signal.SIGQUIT)
         if not args.no_beat:
             supervisor.spawn("beat", beat_command(directory))
         services.watch(supervisor)

@@ -83,9 +83,10 @@ def take_over(directory: Path) -> list[str]:
     return list(left)
 
 
-def child_setup(nice: int) -> Callable[[], None]:
-    """A child's `preexec_fn`: it dies with the launcher, and runs `nice` steps below it."""
-    dies = embedded.dies_with_this_process()
+def child_setup(nice: int, death_signal: int = signal.SIGTERM) -> Callable[[], None]:
+    """A child's `preexec_fn`: it gets `death_signal` when the launcher dies, and runs `nice`
+    steps below it."""
+    dies = embedded.dies_with_this_process(death_signal)
 
     def setup() -> None:
         dies()
@@ -133,15 +134,20 @@ class Supervisor:
         self.children: dict[str, subprocess.Popen[bytes]] = {}
         self.commands: dict[str, list[str]] = {}
         self.niceness: dict[str, int] = {}
+        self.death_signals: dict[str, int] = {}
         self.started_at: dict[str, float] = {}
         self.failures: dict[str, int] = {}
         self.restart_at: dict[str, float] = {}
         self.services: list[tuple[str, Callable[[], bool], Callable[[], None]]] = []
         self.stopping = False
 
-    def spawn(self, name: str, args: list[str], *, nice: int = 0) -> None:
+    def spawn(
+        self, name: str, args: list[str], *, nice: int = 0, death_signal: int = signal.SIGTERM
+    ) -> None:
+        """`death_signal`: what the child gets if the launcher dies without stopping it."""
         self.commands[name] = args
         self.niceness[name] = nice
+        self.death_signals[name] = death_signal
         self._start(name)
 
     def _start(self, name: str) -> None:
@@ -152,7 +158,9 @@ class Supervisor:
             self.commands[name],
             env=self.env,
             start_new_session=True,
-            preexec_fn=child_setup(self.niceness.get(name, 0)),
+            preexec_fn=child_setup(
+                self.niceness.get(name, 0), self.death_signals.get(name, signal.SIGTERM)
+            ),
         )
         self.started_at[name] = time.monotonic()
         self.record()
