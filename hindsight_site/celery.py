@@ -1,11 +1,8 @@
 import logging
 import os
-import signal
-import threading
-import time
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun, worker_init, worker_ready
+from celery.signals import task_postrun, task_prerun, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hindsight_site.settings")
 
@@ -22,34 +19,6 @@ def _prepare_services(sender, **kwargs) -> None:
     from hindsight_site import bootstrap
 
     bootstrap.prepare()
-
-
-# After its parent (the launcher) died: the time Celery's own shutdown gets before the worker
-# and its pool are killed. That shutdown waits on the broker, which was the launcher's Redis.
-ORPHANED_GRACE_SECONDS = 10
-
-
-@worker_init.connect
-def _exit_when_orphaned(sender=None, **kwargs) -> None:
-    """A worker whose launcher dies (SIGKILLed) gets SIGQUIT (its parent-death signal), and its
-    cold shutdown can still hang on the broker that went with the launcher, or come before its
-    signal handlers: once the launcher (HINDSIGHT_LAUNCHER_PID) is no longer its parent, it
-    has ORPHANED_GRACE_SECONDS, then its process group (its own session, where the launcher
-    started it) is killed. A worker not started by `hindsight run` (Compose, systemd, a
-    terminal) is never touched."""
-    launcher = os.environ.get("HINDSIGHT_LAUNCHER_PID", "")
-    if not launcher.isdigit():
-        return  # not started by `hindsight run`
-
-    def watch() -> None:
-        while os.getppid() == int(launcher):  # it may have died before this thread started
-            time.sleep(1)
-        time.sleep(ORPHANED_GRACE_SECONDS)
-        if os.getpgid(0) == os.getpid():  # a group of its own: the worker and its pool
-            os.killpg(os.getpid(), signal.SIGKILL)
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    threading.Thread(target=watch, name="orphan-watch", daemon=True).start()
 
 
 @worker_ready.connect

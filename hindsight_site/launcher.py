@@ -194,8 +194,7 @@ def run(args: argparse.Namespace) -> int:
         os.environ["REDIS_URL"] = redis_url
 
         username, password, demo_key = prepare_database(directory)
-        # The worker watches this pid (hindsight_site.celery: it exits when the launcher is gone).
-        supervisor.env = {**os.environ, "HINDSIGHT_LAUNCHER_PID": str(os.getpid())}
+        supervisor.env = dict(os.environ)
         supervisor.spawn("web", web_command(host, port, directory), nice=web_nice())
         # A launcher that died leaves nobody to wait for: the worker's shutdown is Celery's cold
         # one (SIGQUIT), not the warm one that finishes its task first, whose broker (this
