@@ -24,6 +24,7 @@ words ("update on the election") are no statement and say nothing.
 import re
 import shlex
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from traces.review.tool_effects import verb_effect
@@ -110,6 +111,7 @@ def _statement(tool: str, arguments: Any) -> str | None:
     return arguments if isinstance(arguments, str) and database else None
 
 
+@lru_cache(maxsize=4096)  # a review asks for one call's effect many times
 def sql_effect(statement: str) -> tuple[bool | None, str]:
     """(True: every statement reads / False: one changes state / None: not SQL or not known)."""
     verdicts = []
@@ -143,6 +145,7 @@ def command_line(tool: str, arguments: Any) -> str | None:
     return None
 
 
+@lru_cache(maxsize=4096)  # a review asks for one call's effect many times
 def command_effect(command: str) -> tuple[bool | None, str]:
     """(True: only reads / False: changes state / None: not known, and what said so)."""
     verdicts = [v for line in command.splitlines() for v in _line_verdicts(line)]
