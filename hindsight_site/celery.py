@@ -2,7 +2,7 @@ import logging
 import os
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun, worker_ready
+from celery.signals import task_postrun, task_prerun, worker_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hindsight_site.settings")
 
@@ -19,6 +19,17 @@ def _prepare_services(sender, **kwargs) -> None:
     from hindsight_site import bootstrap
 
     bootstrap.prepare()
+
+
+@worker_init.connect
+def _die_with_the_launcher(sender=None, **kwargs) -> None:
+    """A worker started by `hindsight run` is killed, with its pool, when the launcher is gone
+    and its own shutdown hangs (hindsight_site.orphan_watch)."""
+    from hindsight_site import orphan_watch
+
+    launcher = orphan_watch.launcher_pid(getattr(sender, "hostname", "") or "")
+    if launcher is not None:
+        orphan_watch.watch(launcher)
 
 
 @worker_ready.connect

@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hindsight_site import embedded
+from hindsight_site import embedded, orphan_watch
 from hindsight_site.env import env_int
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def worker_command(launcher_pid: int) -> list[str]:
         sys.executable, "-m", "celery", "-A", "hindsight_site", "worker",
         "--loglevel", "INFO",
         "--concurrency", str(env_int("HINDSIGHT_WORKER_CONCURRENCY", 2, minimum=1)),
-        "--hostname", f"worker-{launcher_pid}@%h",
+        "--hostname", orphan_watch.worker_hostname(launcher_pid),
     ]  # fmt: skip
 
 
