@@ -7,7 +7,8 @@ Per dataset (the figures of issue 23), each read in what the agent is shown (ben
 * `forbids_read_only` — of the "do not …" instructions in the distinct served texts, those whose
   forbidden call is a read-only call (the dataset's gold: τ-bench's tools that change nothing,
   bench/datasets/tau.write_tools; HotpotQA's
-  Search / Lookup, WebShop's search and every click but "Buy Now") that did not fail (the
+  Search / Lookup, WebShop's search and every click but "Buy Now", a shell command that runs no
+  program of bench/datasets/intercode.WRITING and redirects to no file) that did not fail (the
   instruction does not say it returned an error or nothing);
 * `junk_consequences` — distinct served texts whose consequence is a list of JSON keys (`a
   result with id, status, …`) or raw JSON;
@@ -20,7 +21,8 @@ Per dataset (the figures of issue 23), each read in what the agent is shown (ben
 * `state_changing_unneeded` — probes for which one of the first three items tells the agent to
   make a state-changing call (the gold's writes, named outside a "do not" clause, the "When you
   use X:" condition an item opens with and a "… before you X" warning) that the probe's gold
-  does not need (τ-bench: its gold actions; HotpotQA: Finish is always needed);
+  does not need (τ-bench: its gold actions; HotpotQA: Finish is always needed; InterCode Bash:
+  the writing programs of its gold command, a program such as `rm` named in the advice);
   `state_changing_unneeded_hand_offs_aside`, the same without the hand-off to a person (τ-bench
   counts it as a write; a replay of a success that changed nothing and "handed the case to a
   person" tells of it, its tool named or not): a labelled line, not the headline;
@@ -38,7 +40,7 @@ from collections import Counter
 from statistics import median
 from typing import Any
 
-from bench.datasets import Run
+from bench.datasets import Run, intercode
 from bench.datasets.tau import HAND_OFF
 from bench.judged import served_text
 
@@ -75,12 +77,16 @@ def writes_of(dataset: str, runs: list[Run]) -> set[str]:
         return {w for r in runs for w in r.meta.get("writes", [])}
     if dataset == "hotpotqa":
         return {"Finish"}
+    if dataset == "bash":  # the programs that change the file system, named in a command
+        return set(intercode.WRITING)
     return set()  # WebShop: "Buy Now" is a click, judged by its argument
 
 
 def is_read_only(dataset: str, tool: str, argument: str, writes: set[str]) -> bool:
     if dataset == "webshop":
         return tool == "search" or (tool == "click" and "buy now" not in argument.lower())
+    if dataset == "bash":
+        return not intercode.writes(argument)
     return tool not in writes
 
 
@@ -89,6 +95,8 @@ def _gold_needs(dataset: str, run: Run) -> set[str]:
         return {a["name"] for a in run.meta.get("gold_actions", [])} & set(run.meta["writes"])
     if dataset == "hotpotqa":
         return {"Finish"}
+    if dataset == "bash":
+        return set(run.meta["writes"])
     return set()
 
 
@@ -283,7 +291,8 @@ def right_tools_first(
     """Of the probes, the share whose first item names the tools the task needs: τ-bench, its
     gold actions' tools (all of them; a task needing none counts when the item recommends no
     write, as the unneeded-writes figure reads it: a lesson warning of a change is right there);
-    HotpotQA, Search and Finish; WebShop, search and click."""
+    HotpotQA, Search and Finish; WebShop, search and click; InterCode Bash, the gold command's
+    operative program (bench/datasets/intercode.operative_program)."""
     writes = writes_of(dataset, history + probes)
     good = 0
     for probe, answer in zip(probes, answers, strict=True):
@@ -296,6 +305,8 @@ def right_tools_first(
             good += needs <= named if needs else not _recommends(advice, writes)
         elif dataset == "hotpotqa":
             good += {"Search", "Finish"} <= named
+        elif dataset == "bash":
+            good += probe.meta["program"] in named
         else:
             good += {"search", "click"} <= named
     return round(good / len(probes), 3) if probes else 0.0

@@ -1,6 +1,7 @@
 """What the memory learns from real agent runs, against plain search over the raw tasks.
 
-    .venv/bin/python bench/quality.py [--dataset hotpotqa|webshop|both|tau|all] [--tau FILE]
+    .venv/bin/python bench/quality.py [--dataset hotpotqa|webshop|both|tau|all|bash] [--tau FILE]
+                                      [--intercode DIR]
                                       [--slice [DATASET=]N] [--keep DIR] [--misses]
                                       [--without-declarations] [--answers DIR]
 
@@ -14,6 +15,9 @@ agent's tool set, candidates included: nobody has approved anything yet).
 
 Splits and relevance (fixed before any tuning):
 * HotpotQA — trials 0-3 are the history, trial 4 the probes; relevant = the same question.
+* InterCode Bash (`--intercode`, a checkout of princeton-nlp/intercode; bench/datasets/
+  intercode.py) — gpt-4's runs of the 200 NL2Bash tasks are the probes, three other models' runs
+  of the same tasks the history; relevant = the same task.
 * WebShop — episodes whose number is 4 mod 5 are the probes, the rest the history; relevant =
   the same product kind (bench/datasets/webshop_kinds.json: the first kind whose words the
   instruction contains); probes of no kind, or of a kind absent from the history, are not used.
@@ -28,7 +32,9 @@ state-changing calls the task does not need, wrong writes warned of, the prompt 
 Tasks never seen (a family split, in a second project of the same site): HotpotQA and τ-bench
 hold out every fifth question / task whole (all its trials), the history is the rest; relevant
 = the same family by the dataset's gold (HotpotQA: the gold answer's kind, yes/no, a number or
-date, or a name; τ-bench: the set of state-changing gold actions; WebShop's own probes are
+date, or a name; τ-bench: the set of state-changing gold actions; InterCode Bash, every fifth
+task held out likewise: the gold command's operative program, `rm`, `md5sum`, `find`; WebShop's
+own probes are
 already unseen tasks, relevant by product kind). A project item is relevant when most of its
 source runs are. The first item's tools are judged against the gold too
 (lesson_quality.right_tools_first).
@@ -124,7 +130,7 @@ def recall_hits(
     groups = {r.external_id: key(r) for r in data.history}
     tasks = {r.external_id: r.task for r in data.history}
     outcomes = {r.external_id: r.body["outcome"] for r in data.history}
-    repeated = data.dataset in ("hotpotqa", "tau")  # the same task asked again
+    repeated = data.dataset in ("hotpotqa", "tau", "bash")  # the same task asked again
     trace_external = db.trace_ids(project)
     sources: dict[int, list[str]] = defaultdict(list)
     for experience_id, trace_id in db.rows(
@@ -285,12 +291,17 @@ def _before_first_write(api: Api, db: Db, data: Split, project: int, dataset: st
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", choices=["hotpotqa", "webshop", "both", "tau", "all"],
+    parser.add_argument("--dataset", choices=["hotpotqa", "webshop", "both", "tau", "all", "bash"],
                         default="both")  # fmt: skip
     parser.add_argument(
         "--tau", type=Path, default=None,
         help="a τ-bench historical_trajectories/*.json file (for --dataset tau / all), inside a "
         "checkout of sierra-research/tau-bench for the tools' declarations",
+    )  # fmt: skip
+    parser.add_argument(
+        "--intercode", type=Path, default=None,
+        help="a checkout of princeton-nlp/intercode (for --dataset bash): its data/results/bash "
+        "runs and data/nl2bash gold",
     )  # fmt: skip
     parser.add_argument(
         "--without-declarations", action="store_true",
@@ -322,6 +333,8 @@ def main(argv: list[str] | None = None) -> dict:
         if not args.tau or not args.tau.is_file():
             parser.error(f"--dataset {args.dataset} needs --tau FILE (sierra-research/tau-bench's "
                          "historical_trajectories/gpt-4o-airline.json, say)")  # fmt: skip
+    if args.dataset == "bash" and not (args.intercode and (args.intercode / "data").is_dir()):
+        parser.error("--dataset bash needs --intercode DIR (a checkout of princeton-nlp/intercode)")
     slices = dict(args.slice)  # dataset (None: every one) -> how many groups
     datasets = {"both": ["hotpotqa", "webshop"], "all": ["hotpotqa", "webshop", "tau"]}.get(
         args.dataset, [args.dataset]
@@ -340,10 +353,10 @@ def main(argv: list[str] | None = None) -> dict:
         try:
             for name in datasets:
                 size = slices.get(name, slices.get(None))
-                data = split(name, size, args.tau, not args.without_declarations)
+                data = split(name, size, args.tau, not args.without_declarations, args.intercode)
                 result[name], project = evaluate(site, base, data, args.misses)
                 projects.append(project)
-            if args.dataset != "tau":  # the gold set labels HotpotQA and WebShop runs
+            if {"hotpotqa", "webshop"} & set(datasets):  # the gold set labels their runs
                 result["gold"] = gold_figures(Db(site.data_dir), projects)
         finally:
             site.stop()

@@ -8,10 +8,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.datasets import Run, hotpotqa, tau, webshop
+from bench.datasets import Run, hotpotqa, intercode, tau, webshop
 
-TOOLS = {"hotpotqa": ["Search", "Lookup", "Finish"], "webshop": ["search", "click"]}
-ENVIRONMENT = {"hotpotqa": ["wikipedia"], "webshop": ["webshop"]}
+TOOLS = {"hotpotqa": ["Search", "Lookup", "Finish"], "webshop": ["search", "click"],
+         "bash": intercode.TOOLS}  # fmt: skip
+ENVIRONMENT = {"hotpotqa": ["wikipedia"], "webshop": ["webshop"], "bash": intercode.ENVIRONMENT}
+DATASETS = ("hotpotqa", "webshop", "tau", "bash")
 
 
 @dataclass
@@ -35,6 +37,8 @@ def family(run: Run) -> str:
         if answer in ("yes", "no"):
             return "yes/no"
         return "number" if re.search(r"\d", answer) else "name"
+    if run.dataset == "bash":  # what the gold command does (bench/datasets/intercode.py)
+        return run.meta["program"]
     return run.group
 
 
@@ -48,6 +52,7 @@ def unseen_split(data: Split) -> Split | None:
     groups = list(dict.fromkeys(r.group for r in runs))
     held = {g for i, g in enumerate(groups) if i % 5 == 4}
     history = [r for r in runs if r.group not in held]
+    # One probe per held task (HotpotQA's trial 0, InterCode's first model); τ-bench: every trial.
     probes = [r for r in runs if r.group in held and (data.dataset == "tau" or r.split_key == 0)]
     if not probes or not history:  # too few tasks to hold any out
         return None
@@ -56,8 +61,20 @@ def unseen_split(data: Split) -> Split | None:
 
 
 def split(
-    dataset: str, slice_: int | None, tau_file: Path | None = None, declared_tools: bool = True
+    dataset: str,
+    slice_: int | None,
+    tau_file: Path | None = None,
+    declared_tools: bool = True,
+    intercode_dir: Path | None = None,
 ) -> Split:
+    if dataset == "bash":  # the first model's runs are the probes, the other models' the history
+        assert intercode_dir is not None
+        runs = intercode.load(intercode_dir)
+        if slice_:
+            keep = list(dict.fromkeys(r.group for r in runs))[:slice_]
+            runs = [r for r in runs if r.group in keep]
+        history = [r for r in runs if r.split_key > 0]
+        return Split(dataset, history, [r for r in runs if r.split_key == 0])
     if dataset == "tau":
         assert tau_file is not None
         runs = tau.load(tau_file, declared_tools=declared_tools)
@@ -95,8 +112,8 @@ def split(
 def slice_arg(text: str) -> tuple[str | None, int]:
     """`--slice N` (every dataset) or `--slice DATASET=N` (that one)."""
     name, _, size = text.rpartition("=")
-    if name and name not in ("hotpotqa", "webshop", "tau"):
-        raise argparse.ArgumentTypeError(f"no dataset {name!r} (hotpotqa, webshop, tau)")
+    if name and name not in DATASETS:
+        raise argparse.ArgumentTypeError(f"no dataset {name!r} ({', '.join(DATASETS)})")
     try:
         return name or None, int(size)
     except ValueError:
