@@ -9,15 +9,16 @@ Per dataset (the figures of issue 23), each read in what the agent is shown (ben
   bench/datasets/tau.write_tools; HotpotQA's
   Search / Lookup, WebShop's search and every click but "Buy Now", a shell command that runs no
   program of bench/datasets/intercode.WRITING and redirects to no file) that did not fail (the
-  instruction does not say it returned an error or nothing);
+  instruction does not say it returned an error or nothing, nor a program's diagnostic:
+  `it returned "find: missing argument to -exec"`);
 * `junk_consequences` — distinct served texts whose consequence is a list of JSON keys (`a
   result with id, status, …`) or raw JSON;
 * `other_run_identifiers` — served items (probe × item) that instruct a literal the new task does
   not contain (outside named placeholders and quoted consequences such as `it returned "…"`): an
   identifier (a token with a digit or an underscore) or a quoted value that is not
   constant across the dataset's runs (a value in ≥ 10 % of the history's calls, like "Buy Now",
-  is constant). Items marked `same_instance` (an exact replay for the same case) are excepted
-  and counted apart;
+  is constant; in a shell command, a file name, glob or path). Items marked `same_instance` (an
+  exact replay for the same case) are excepted and counted apart;
 * `state_changing_unneeded` — probes for which one of the first three items tells the agent to
   make a state-changing call (the gold's writes, named outside a "do not" clause, the "When you
   use X:" condition an item opens with and a "… before you X" warning) that the probe's gold
@@ -44,10 +45,16 @@ from bench.datasets import Run, intercode
 from bench.datasets.tau import HAND_OFF
 from bench.judged import served_text
 
-_DO_NOT = re.compile(r"\b(?:do not|don't|never|avoid)\s+(.+?)(?=\.\s|\.$|;\s|$)", re.I)
+# A quoted call ("find … -exec rm {} \\; | wc -l") is one piece: its "; " ends no clause.
+_DO_NOT = re.compile(
+    r"\b(?:do not|don't|never|avoid)\s+((?:\"[^\"]*\"|[^\"]|\")+?)(?=\.\s|\.$|;\s|$)", re.I
+)
+# A failure's words, or a program's diagnostic (`it returned "find: missing argument …"`, the
+# stderr convention "<program>: <what went wrong>").
 _FAILED_WORDS = re.compile(
     r"\b(error|errored|failed|could not|couldn't|no results?|nothing|not found|invalid|refused|"
-    r"incorrect|empty)\b",
+    r"incorrect|empty|cannot|can't|missing|unexpected|unknown|malformed|no such|timed out|"
+    r"denied|unrecognized|illegal)\b|returned \"(?:…|[\w./-]+): ",
     re.I,
 )
 _KEY_LIST = re.compile(r"\ba result with [\w.]+(?:, [\w.]+)+|led to \"?[{\[]")
@@ -205,7 +212,8 @@ def lesson_figures(
             if item.get("same_instance"):
                 replay_items += 1
                 continue
-            if _instructs_other_literal(item["advice"], task, tools, constants):
+            shell = dataset == "bash"
+            if _instructs_other_literal(item["advice"], task, tools, constants, shell=shell):
                 literal_items += 1
         first = answer["items"][:3]
         needs = _gold_needs(dataset, probe)
@@ -244,13 +252,38 @@ _PLACEHOLDER = re.compile(r"<[^<>]{1,80}>")
 _REPORTED = re.compile(r'\b(returned|said|replied|says|was) "[^"]*"')
 
 
-def _instructs_other_literal(advice: str, task: str, tools: set[str], constants: set[str]) -> bool:
+# In a shell command, the words that are one case's values: a file name or glob with an extension
+# ("*.php", "notes.txt"), a path; the programs, options and syntax are the same next time.
+_SHELL_VALUE = re.compile(r"^[\w*?\[\]-]*\.[A-Za-z]\w*$")
+_QUOTED_COMMAND = re.compile(r'\b(?:bash|with) "(.*?)"(?=[;:.,]?(?:\s|$))')
+
+
+def _instructs_other_literal(
+    advice: str, task: str, tools: set[str], constants: set[str], *, shell: bool = False
+) -> bool:
+    """`shell`: the tool runs command lines (InterCode Bash), whose quoted commands are judged
+    by their words (_SHELL_VALUE) rather than whole: "-type f | wc -l" is no case's value."""
     # Named placeholders (<user_id from …>) and reported words are no instruction of a literal.
     advice = _REPORTED.sub(" ", _PLACEHOLDER.sub(" ", advice))
+    commands = _QUOTED_COMMAND.findall(advice) if shell else []
+    if shell:
+        advice = _QUOTED_COMMAND.sub(" ", advice)
     for token in _IDENTIFIER.findall(advice):
         if token in tools or token.lower() in task:
             continue
         return True
+    for command in commands:
+        programs = set(intercode.programs(command))
+        for word in command.replace('"', " ").replace("'", " ").split():
+            if "/dev/" in word:  # 2>/dev/null: syntax, not a case's file
+                continue
+            name = re.sub(r"^[*?./]+", "", word.rsplit("/", 1)[-1]).strip("*?()").lower()
+            value = _SHELL_VALUE.search(word.rsplit("/", 1)[-1]) or "/" in word.strip("/*")
+            identifier = _IDENTIFIER.fullmatch(word) and word not in programs
+            if (value or identifier) and name and name not in task and name not in constants:
+                return True
+    if shell:
+        return False
     for quoted in _QUOTED.findall(advice):
         value = quoted.strip().lower()
         if value in task or value in constants or value in {t.lower() for t in tools}:

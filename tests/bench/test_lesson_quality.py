@@ -123,3 +123,30 @@ def test_a_replayed_hand_off_is_counted_in_the_headline_and_set_aside_in_its_own
         figures = lesson_figures("tau", [], [probe], [{"items": [item], "prompt_block": ""}])
         assert figures["state_changing_unneeded_share"] == 1.0
         assert figures["state_changing_unneeded_hand_offs_aside_share"] == 0.0
+
+
+def test_a_quoted_shell_command_is_one_piece_of_its_clause_and_its_diagnostic_a_failure():
+    from bench.lesson_quality import _FAILED_WORDS, forbidden_calls
+
+    advice = (
+        'When you use bash: do not bash "find <path> -name x -exec rm {} \\; | wc -l": it '
+        'returned "find: missing argument to `-exec\'". Instead, bash "ls".'
+    )
+    [(tool, argument, clause)] = forbidden_calls(advice, {"bash"})
+    assert tool == "bash" and "| wc -l" in argument  # the quoted "; " ends no clause
+    assert _FAILED_WORDS.search(clause)  # a program's diagnostic is a failure
+    assert not _FAILED_WORDS.search('bash "ls": it returned "a.txt b.txt"')
+
+
+def test_a_shell_command_instructs_another_run_s_literal_by_its_file_names_and_ids():
+    from bench.lesson_quality import _instructs_other_literal
+
+    def literal(advice: str, task: str) -> bool:
+        return _instructs_other_literal(advice, task, {"bash"}, set(), shell=True)
+
+    php = 'When you use bash: call it with "find <path from the request> -name "*.php" | wc -l".'
+    assert literal(php, "count the lines of all '*.c' files in /testbed")
+    assert not literal(php, "count the lines of all php files in /testbed")
+    # Programs (md5sum), options and syntax are the same next time; a directory name is a value.
+    assert not literal('When you use bash: call it with "md5sum $(sort -u "$f") 2>/dev/null".', "x")
+    assert literal('When you use bash: call it with "ls dir1 | wc -l".', "list the files")

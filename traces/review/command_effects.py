@@ -8,11 +8,12 @@ changes files in the next (`sed -i …`, `git commit`, `echo x > f`), so the too
 argument named `command` (`cmd`, `keystrokes`, `script`), or the whole argument of a tool whose
 name says it runs commands (`bash`, `shell`, `terminal`, `run_command`). It **reads** when every
 command of it (split at `&&`, `||`, `;`, `|` and new lines) is a program that only observes —
-`cat`, `ls`, `grep`, `find`, `head`, a test runner, `git status` / `log` / `diff`, `sed`
-without `-i`, a verb of reading (`view`) — and none writes its output to a file; it **changes
-state** when one of them is a program that does (`rm`, `mv`, `pip install`, `git commit`, `sed
--i`, a verb of changing: `create`, `str_replace`) or writes to a file (`>`, `>>`, `tee`); else
-nothing is said and the tool's effect stands (a script: `python fix.py`).
+`cat`, `ls`, `grep`, `head`, `md5sum`, a test runner, `git status` / `log` / `diff`, `sed`
+without `-i`, `find` whose every `-exec` reads, `tar -t`, `gzip -c`, a verb of reading (`view`)
+— and none writes its output to a file; it **changes state** when one of them is a program that
+does (`rm`, `mv`, `pip install`, `git commit`, `sed -i`, `find -delete` or `-exec rm`, `xargs
+rm`, `tar c`, `gzip`, a verb of changing: `create`, `str_replace`) or writes to a file (`>`,
+`>>`, `tee`); else nothing is said and the tool's effect stands (a script: `python fix.py`).
 
 A **SQL statement** (the value of an argument named `sql`, `query` or `statement`, or the whole
 argument of a tool whose name says SQL or database: `run_sql`, `query_db`) is judged the same
@@ -35,12 +36,21 @@ READ_PROGRAMS = frozenset(
     "cat ls ll grep egrep fgrep rg ag ack find fd head tail less more wc pwd tree stat file du "
     "df diff cmp which whereis type echo printf env printenv id whoami uname date ps top jq awk "
     "cut sort uniq nl od xxd hexdump readlink realpath basename dirname cd true false sleep "
-    "pytest tox nosetests jest mocha vitest".split()
+    "pytest tox nosetests jest mocha vitest md5sum sha1sum sha256sum sha512sum cksum hostname "
+    "comm join paste tac rev fold fmt column strings tr seq yes cal bc expr test [ [[ free "
+    "uptime who groups nproc lsof zcat zgrep bzcat xzcat pgrep pstree dig nslookup host ping "
+    "getent locale".split()
 )
 WRITE_PROGRAMS = frozenset(
-    "rm rmdir mv cp mkdir touch chmod chown ln tee dd truncate kill pkill killall reboot "
-    "shutdown patch".split()
+    "rm rmdir mv cp mkdir touch chmod chown chgrp ln tee dd truncate kill pkill killall reboot "
+    "shutdown patch install shred unlink mkfifo mknod rsync scp wget split csplit zip".split()
 )
+# Archivers and compressors: they write files unless told only to list, test or print.
+ARCHIVERS = frozenset("tar gzip gunzip bzip2 bunzip2 xz unxz unzip 7z".split())
+_ARCHIVE_READS = frozenset("-c -l -t --stdout --to-stdout --list --test -tf -tzf -tvf".split())
+# Options that take the next word as their value (xargs -I {}, -n 1; sudo -u root).
+_OPTION_VALUES = frozenset("-I -n -P -L -d -s -E -a -u -g".split())
+_FIND_EXEC = ("-exec", "-execdir", "-ok", "-okdir")
 # Programs whose first word after them says (`git diff` reads, `pip install` changes).
 SUBCOMMANDS = {
     "git": (
@@ -189,8 +199,12 @@ def _one_command(tokens: list[str]) -> tuple[bool | None, str]:
         tokens = tokens[1:]
         if tokens and tokens[0].isdigit():  # timeout 30 …
             tokens = tokens[1:]
+        while tokens and tokens[0].startswith("-"):  # xargs -0 -I {} …
+            tokens = tokens[2:] if tokens[0] in _OPTION_VALUES else tokens[1:]
     if not tokens:
         return None, ""
+    if tokens[0] in _FIND_EXEC:  # find's next -exec, after the `;` that ended the one before
+        return _find(tokens)
     program = tokens[0].rsplit("/", 1)[-1].lower()
     rest = tokens[1:]
     if program in SUBCOMMANDS:
@@ -207,10 +221,40 @@ def _one_command(tokens: list[str]) -> tuple[bool | None, str]:
         return None, program
     if program == "sed":
         return (False, "sed -i") if any(t.startswith("-i") for t in rest) else (True, "sed")
-    if program == "find" and any(t in ("-delete", "-exec", "-execdir") for t in rest):
-        return (False, "find -delete") if "-delete" in rest else (None, "find -exec")
+    if program == "find":
+        return _find(rest)
+    if program in ARCHIVERS:
+        listing = program == "unzip" and "-l" in rest
+        if listing or any(t in _ARCHIVE_READS for t in rest):
+            return True, program
+        if program == "tar" and rest and re.fullmatch(r"-?[a-zA-Z]*t[a-zA-Z]*", rest[0]):
+            return (True, "tar") if not re.search(r"[cxru]", rest[0]) else (False, "tar")
+        return False, program
     if program in READ_PROGRAMS:
         return True, program
     if program in WRITE_PROGRAMS:
         return False, program
     return verb_effect(program), program
+
+
+def _find(rest: list[str]) -> tuple[bool | None, str]:
+    """`find` reads, unless it deletes or runs a command that changes state on what it finds
+    (`-exec rm {} ;`, judged as that command; the `;` ended the command here)."""
+    if "-delete" in rest:
+        return False, "find -delete"
+    starts = [i for i, t in enumerate(rest) if t in _FIND_EXEC]
+    if not starts:
+        return True, "find"
+    verdicts = []
+    for start in starts:
+        command = []
+        for token in rest[start + 1 :]:
+            if token in _FIND_EXEC or token == "+":
+                break
+            if token != "{}":
+                command.append(token)
+        verdicts.append(_one_command(command) if command else (None, ""))
+    for verdict, program in verdicts:
+        if verdict is not True:
+            return verdict, f"find -exec {program}".strip()
+    return True, "find -exec " + ", ".join(dict.fromkeys(p for _, p in verdicts))

@@ -34,6 +34,18 @@ TASK = "Fix parse_date in utils/date.py: parse_date('2024-02-30') must raise Val
         ("python fix.py", None),  # a script: nothing says what it does
         ("ls && python fix.py", None),
         ('echo "unclosed', None),
+        # find judged by what it runs on each file (`\\;` ends its -exec; a second -exec too)
+        ("find /testbed -name '*.java' -exec md5sum {} + | sort | uniq -d", True),
+        ("find . -type f -exec md5sum {} \\; -exec echo {} \\; | wc -l", True),
+        ("find . -name '*.php' -exec chmod 755 {} \\; -exec echo {} \\;", False),
+        ("find /system -name '*.o' -exec rm {} \\;", False),
+        ("find /system -type f -print0 | xargs -0 -n1 rm -f", False),  # xargs' options skipped
+        ("find . -name x | xargs -I {} cp {} /tmp", False),
+        ("hostname; md5sum a.java | comm -23 <(sort a) -", True),
+        ("tar czf /backup.tar dir1", False),
+        ("tar -tzf backup.tar", True),  # lists
+        ("gzip -9 notes.txt", False),
+        ("gzip -c notes.txt | wc -c", True),
     ],
 )  # fmt: skip
 def test_a_command_line_reads_only_when_every_command_of_it_does(command, reads):
@@ -117,5 +129,5 @@ def test_the_same_case_is_told_its_tests_failed_before_the_fix_not_to_stop_runni
     replay = outcome.template.replay
     assert 'do not bash "python -m pytest' not in replay, replay
     assert replay.endswith(
-        'bash "python -m pytest tests/test_d…" failed at first (it returned "1 failed").'
+        'bash "python -m pytest tests/test_date.py" failed at first (it returned "1 failed").'
     ), replay

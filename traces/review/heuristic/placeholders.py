@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from traces.review.command_effects import command_line
-from traces.review.scene import argument_summary
+from traces.review.command_effects import call_verdict, command_line
+from traces.review.scene import argument_summary, cut_at_word
 from traces.review.tool_effects import ToolEffect
 from traces.review.types import StepView, TraceView
 from traces.review.values import content_words
@@ -142,9 +142,11 @@ def argument_pattern(
     command: bool = False,
 ) -> str:
     """One argument as a placeholder by its origin, or as itself (short) when it has none.
-    `command`: the argument is a command line (command_effects.command_line): a short one keeps
-    its command with its values named ("python -m pytest <path from the request>"), even when
-    its words are the request's ("<command in the request's words>" hid the test run).
+    `command`: the argument is a command line (command_effects.command_line): one of one line
+    keeps its command with its values named ("python -m pytest <path from the request>"), even
+    when its words are the request's ("<command in the request's words>" hid the test run), cut
+    at COMMAND_CHARS when longer ("<command written for the case>" hid a shell agent's whole
+    way); a script of several lines (a heredoc) is written for the case.
     `answer`: the call is the answer nearly every run ends on; a value of it that the request
     held ("Which is older, A or B?") is that case's answer, not where the next one is: served to
     other questions, "<answer from the request>" was judged misleading 10 times of 12 (helpful
@@ -160,8 +162,9 @@ def argument_pattern(
         return f"{key}=[{size} items]" if isinstance(value, list) else f"{key}={{{size} fields}}"
     if not leaves:
         return "" if value is None else f"{key}={str(value).lower()}"
-    if command and len(leaves[0]) <= COMMAND_CHARS and len(leaves[0].split()) >= 2:
-        return f'"{_pieces_named(leaves[0], sources, before)}"'
+    if command and len(leaves[0].split()) >= 2 and "\n" not in leaves[0].strip():
+        # A long one is cut, not hidden: its programs and options are the strategy.
+        return f'"{cut_at_word(_pieces_named(leaves[0], sources, before), COMMAND_CHARS)}"'
     origin = sources.origin(leaves[0], before)
     if origin == CONSTANT:
         return f'"{leaves[0]}"'
@@ -186,17 +189,31 @@ _PIECE = re.compile(
 )
 
 
+# Where a command line names a program: its start, after a pipe or a separator, inside `$(…)`
+# or backquotes, after find's -exec and after xargs (and xargs' options).
+_PROGRAM_BEFORE = re.compile(
+    r"(?:^|[|;&`]|\$\(|\(|-exec(?:dir)?|\bxargs(?:\s+-\S+(?:\s+\{\})?)*)\s*$"
+)
+_SINGLE_QUOTED = re.compile(r"'[^']*'")
+
+
 def _pieces_named(value: str, sources: Sources, before: int) -> str:
     """A short literal (a command, an expression) with its pieces that are values named by
     where they came from: `cat utils/date.py`, the path from the request, reads `cat <path from
     the request>`; a path or an id from nowhere the run shows, `<path of the case>`. The command
-    stays: it is the same next time, the file it was run on is not. A value of one piece (a
-    path alone) is left as it was: what it names may be where every case looks."""
+    stays: it is the same next time, the file it was run on is not; so do its programs
+    (`md5sum`, never "<value of the case>"), its options (`-n1`) and, in a quoted script or
+    pattern (`sed 's/[^0-9]//g'`, `awk '{print $1}'`), whatever is not a value the run shows. A
+    value of one piece (a path alone) is left as it was: what it names may be where every case
+    looks."""
     if len(value.split()) < 2:
         return value
+    quoted = [m.span() for m in _SINGLE_QUOTED.finditer(value)]
 
     def named(match: re.Match[str]) -> str:
         piece = match.group(0)
+        if piece.startswith("-") or _PROGRAM_BEFORE.search(value[: match.start()]):
+            return piece
         origin = sources.origin(piece, before)
         if origin == CONSTANT:
             return piece
@@ -204,6 +221,8 @@ def _pieces_named(value: str, sources: Sources, before: int) -> str:
         kind = "path" if path else "value"
         if origin is not None:
             return _placeholder(kind, origin)
+        if any(start < match.start() < end for start, end in quoted):
+            return piece  # a script's or a pattern's own text
         # From nowhere the run shows: a path or an id is that case's; a name ("str_replace",
         # a subcommand) is the same next time.
         return f"<{kind} of the case>" if path or re.search(r"\d", piece) else piece
@@ -249,15 +268,25 @@ def call_pattern(
 
 
 def literal_call(step: StepView) -> str:
-    """The call as it was made (for the replay of the same case)."""
+    """The call as it was made (for the replay of the same case); a command line up to
+    COMMAND_CHARS: cut at 30, "find /testbed/dir2/subdir2 -t…" said nothing of what it did."""
+    ran = command_line(step.tool, step.arguments)
+    if ran is not None and len(ran.split()) >= 2:  # not an editor's "view" beside its path
+        return f'{step.tool} "{cut_at_word(ran, COMMAND_CHARS)}"'
     arguments = argument_summary(step.arguments, limit=30)
     return f"{step.tool} {arguments}" if arguments else step.tool
 
 
 def is_aside(step: StepView) -> bool:
     """A call that acts on nothing and returns nothing (a `think` tool): not a step of a
-    strategy, and its text is the agent's own thinking about one case."""
-    return not (step.observation_raw or step.observation).strip() and not step.is_error
+    strategy, and its text is the agent's own thinking about one case. A command line or a SQL
+    statement that printed nothing did its work in silence (`rm`, `find -delete`, an UPDATE):
+    taken for asides, a shell agent's one-command successes taught nothing."""
+    if (step.observation_raw or step.observation).strip() or step.is_error:
+        return False
+    return command_line(step.tool, step.arguments) is None and call_verdict(
+        step.tool, step.arguments
+    ) == (None, "")
 
 
 def path_pattern(

@@ -1,0 +1,88 @@
+"""A shell agent's command as a strategy: its programs, options and scripts stay, its values are
+named, a long one is cut rather than hidden; the replay of the same case shows the command it ran
+(pure functions of hand-built steps; the commands are of InterCode's Bash runs)."""
+
+from tests.support.review_builders import sv
+from traces.review.heuristic.placeholders import (
+    COMMAND_CHARS,
+    Sources,
+    call_pattern,
+    is_aside,
+    literal_call,
+)
+
+TASK = "Calculate md5 sum of the md5 sum of all the sorted files under /testbed/dir2/subdir2"
+
+
+def bash(index: int, command: str, result: str = ""):
+    return sv(index, tool="bash", arguments={"command": command}, observation=result)
+
+
+def pattern(command: str, task: str = TASK) -> str:
+    steps = [bash(0, "ls /testbed/dir2/subdir2", "a.txt b1.txt"), bash(1, command)]
+    return call_pattern(steps[1], Sources.of(task, steps))
+
+
+def test_a_program_with_a_digit_in_its_name_is_never_a_value():
+    # Was "<value of the case> $(sort -u "$files")": the advice lost the program it was about.
+    assert pattern('md5sum $(sort -u "$files")') == 'bash "md5sum $(sort -u "$files")"'
+    assert pattern("find /testbed/dir2/subdir2 -print0 | xargs -0 -n1 md5sum") == (
+        'bash "find <path from the request> -print0 | xargs -0 -n1 md5sum"'
+    )
+
+
+def test_a_quoted_script_or_pattern_keeps_its_own_text():
+    # Was "sed 's/[^;0-9]<path of the case>'": a regular expression read as a file.
+    task = 'Remove everything but digits and semicolons from "hello world;876"'
+    assert pattern("echo 'hello world;876' | sed 's/[^;0-9]//g'", task) == (
+        "bash \"echo 'hello world;876' | sed 's/[^;0-9]//g'\""
+    )
+    # A value the run shows is named inside quotes too.
+    assert pattern("grep -c 'b1.txt' /tmp/list") == (
+        "bash \"grep -c '<path from bash>' <path of the case>\""
+    )
+
+
+def test_a_long_command_is_cut_not_hidden():
+    long = (
+        "find /testbed/dir2/subdir2 -type f -exec md5sum {} \\; | sort -k 2 | awk '{print $1}' "
+        "| tr -d '\\n' | md5sum | cut -d ' ' -f 1"
+    )
+    shown = pattern(long)
+    assert shown.startswith('bash "find <path from the request> -type f -exec md5sum {} \\; |')
+    assert shown.endswith('…"') and "written for the case" not in shown
+    assert len(shown) <= len('bash ""') + COMMAND_CHARS
+    # A script of several lines is the case's own.
+    assert pattern("cat > fix.py <<EOF\nimport os\nprint(os.getcwd())\nEOF") == (
+        "bash <command written for the case>"
+    )
+
+
+def test_the_same_case_replay_shows_the_command_it_ran():
+    # Cut at 30 it read "find /testbed/dir2/subdir2 -t…": nothing of what it did.
+    ran = bash(1, "find /testbed/dir2/subdir2 -type f | sort | xargs md5sum | md5sum")
+    assert literal_call(ran) == (
+        'bash "find /testbed/dir2/subdir2 -type f | sort | xargs md5sum | md5sum"'
+    )
+    edit = sv(2, tool="str_replace_editor", arguments={"command": "view", "path": "a.py"})
+    assert literal_call(edit) == "str_replace_editor command=view, path=a.py"
+
+
+def test_a_command_that_printed_nothing_did_its_work_and_is_taught():
+    # `rm` says nothing when it works: taken for an aside (a `think` tool), the one-command
+    # success taught nothing and its replay named no call.
+    from tests.support.review_builders import request_for, tv
+    from traces.review.heuristic import HeuristicReviewer
+
+    task = "Remove all *.doc files from the /system/folder1 tree"
+    steps = [bash(1, "rm -rf /system/folder1/*.doc")]
+    outcome = HeuristicReviewer().review(request_for(tv(task=task, outcome="success"), steps))
+    template = outcome.template
+    assert template.worth_reference
+    assert template.strategy == 'bash "rm -rf <path from the request>/*.doc"'
+    assert template.replay == (
+        'The same case ran before (success): bash "rm -rf /system/folder1/*.doc".'
+    )
+    # A think tool's empty result is still an aside.
+    think = sv(1, tool="think", arguments={"thought": "first list the folder"}, observation="")
+    assert is_aside(think) and not is_aside(steps[0])
