@@ -217,9 +217,11 @@ def lesson_figures(
                 literal_items += 1
         first = answer["items"][:3]
         needs = _gold_needs(dataset, probe)
-        if any(_recommends(served_text(i), writes - needs) for i in first):
+        shell = dataset == "bash"
+        if any(_recommends(served_text(i), writes - needs, shell=shell) for i in first):
             unneeded += 1
-        if any(_recommends(served_text(i), writes - needs - {HAND_OFF}) for i in first):
+        aside = writes - needs - {HAND_OFF}
+        if any(_recommends(served_text(i), aside, shell=shell) for i in first):
             unneeded_aside += 1
         wrong = failed_writes.get(probe.group, set())
         if wrong:
@@ -255,7 +257,27 @@ _REPORTED = re.compile(r'\b(returned|said|replied|says|was) "[^"]*"')
 # In a shell command, the words that are one case's values: a file name or glob with an extension
 # ("*.php", "notes.txt"), a path; the programs, options and syntax are the same next time.
 _SHELL_VALUE = re.compile(r"^[\w*?\[\]-]*\.[A-Za-z]\w*$")
-_QUOTED_COMMAND = re.compile(r'\b(?:bash|with) "(.*?)"(?=[;:.,]?(?:\s|$))')
+_COMMAND_START = re.compile(r'\b(?:bash|with) "')
+_COMMAND_END = re.compile(r'"(?=[;:.,]?(?:\s|$))')
+
+
+def _quoted_commands(text: str) -> list[str]:
+    """The commands quoted after `bash` or `call it with`, each to the quote that closes it
+    (the quotes inside balanced: `find -name "*.o" -exec rm {} ;` is one command)."""
+    found = []
+    for start in _COMMAND_START.finditer(text):
+        for end in _COMMAND_END.finditer(text, start.end()):
+            command = text[start.end() : end.start()]
+            if command.count('"') % 2 == 0:
+                found.append(command)
+                break
+    return found
+
+
+def _without_quoted_commands(text: str) -> str:
+    for command in _quoted_commands(text):
+        text = text.replace(f'"{command}"', " ", 1)
+    return text
 
 
 def _instructs_other_literal(
@@ -265,9 +287,9 @@ def _instructs_other_literal(
     by their words (_SHELL_VALUE) rather than whole: "-type f | wc -l" is no case's value."""
     # Named placeholders (<user_id from …>) and reported words are no instruction of a literal.
     advice = _REPORTED.sub(" ", _PLACEHOLDER.sub(" ", advice))
-    commands = _QUOTED_COMMAND.findall(advice) if shell else []
+    commands = _quoted_commands(advice) if shell else []
     if shell:
-        advice = _QUOTED_COMMAND.sub(" ", advice)
+        advice = _without_quoted_commands(advice)
     for token in _IDENTIFIER.findall(advice):
         if token in tools or token.lower() in task:
             continue
@@ -300,10 +322,11 @@ _HANDED_OVER = re.compile(r"\bhanded the case to a person\b")
 _RECIPE = re.compile(r"^when you use ([\w.-]+)(?:, first |: call it )", re.I)
 
 
-def _recommends(advice: str, unneeded: set[str]) -> bool:
+def _recommends(advice: str, unneeded: set[str], *, shell: bool = False) -> bool:
     """The advice tells the agent to call one of `unneeded`: the tool a recipe is for, or one
     named outside a "do not" clause, a "… before you X" warning and the "When you use X:"
-    condition a lesson starts with."""
+    condition a lesson starts with. `shell`: `unneeded` are programs, and a quoted command
+    recommends those it runs to change files (intercode.writes: `gunzip -c` only prints)."""
     if not unneeded:
         return False
     recipe = _RECIPE.match(advice)
@@ -314,6 +337,8 @@ def _recommends(advice: str, unneeded: set[str]) -> bool:
     # "check it … before you X" warns of X (warned_tools): not a push to make the call either.
     kept = _CHECK_CHANGES.sub(" ", advice)
     kept = _CHECK_BEFORE.sub(" ", _CONDITION.sub(" ", _DO_NOT.sub(" ", kept)))
+    if shell:
+        return any(intercode.writes(c) & unneeded for c in _quoted_commands(kept))
     words = set(re.findall(r"[\w.-]+", kept))
     return bool(words & unneeded)
 

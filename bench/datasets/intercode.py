@@ -65,9 +65,18 @@ def programs(command: str) -> list[str]:
     return found
 
 
+_ARCHIVE_READS = re.compile(r"\s-(?:[a-zA-Z]*[clt][a-zA-Z]*|-stdout|-list|-test)\b")
+
+
 def writes(command: str) -> set[str]:
-    """The programs of `command` that change the file system ("redirect" for a `>`)."""
+    """The programs of `command` that change the file system ("redirect" for a `>`); an
+    archiver that only lists, tests or prints (`tar -tzf`, `gunzip -c`) changes nothing."""
     changed = {p for p in programs(command) if p in WRITING}
+    for archiver in changed & {"tar", "gzip", "gunzip", "bzip2", "unzip"}:
+        stage = command.split(archiver, 1)[1].split("|", 1)[0]
+        mode = _ARCHIVE_READS.search(" " + stage)
+        if mode and not (archiver == "tar" and re.search(r"\s-?[a-z]*[cxru]", " " + stage)):
+            changed.discard(archiver)
     if "sed" in programs(command) and re.search(r"\bsed\s+(?:-\w+\s+)*-i", command):
         changed.add("sed")
     if _REDIRECT.search(re.sub(r"'[^']*'|\"[^\"]*\"", "", command)):

@@ -150,3 +150,13 @@ def test_a_shell_command_instructs_another_run_s_literal_by_its_file_names_and_i
     # Programs (md5sum), options and syntax are the same next time; a directory name is a value.
     assert not literal('When you use bash: call it with "md5sum $(sort -u "$f") 2>/dev/null".', "x")
     assert literal('When you use bash: call it with "ls dir1 | wc -l".', "list the files")
+
+
+def test_a_shell_command_recommends_the_writes_it_runs_not_its_words():
+    advice = (
+        'When you use bash: call it with "find <path> -name "*.o" -exec rm {} \\;". Do not bash '
+        '"rm -rf <path>": it returned "rm: cannot remove". Then bash "gunzip -c <path> | wc -l".'
+    )
+    assert _recommends(advice, {"rm"}, shell=True)  # the -exec after the quoted "*.o"
+    assert not _recommends(advice, {"gunzip"}, shell=True)  # -c only prints
+    assert not _recommends('Do not bash "rm -rf <path>": it failed.', {"rm"}, shell=True)

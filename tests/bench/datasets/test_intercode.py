@@ -96,6 +96,9 @@ def test_runs_of_a_task_are_grouped_and_the_first_model_answers_the_probes(check
         ("echo 'a > b' | grep a > /testbed/out.txt", ["echo", "grep"], {"redirect"}, "echo"),
         ("ls /testbed 2>/dev/null", ["ls"], set(), "ls"),
         ("cd /testbed && tar czf x.tgz dir1", ["cd", "tar"], {"tar"}, "tar"),
+        ("tar -tzf /testbed/x.tgz | grep a", ["tar", "grep"], set(), "tar"),  # lists
+        ("find /testbed -name '*.gz' -exec gunzip -c {} + | wc -l",
+         ["find", "gunzip", "wc"], set(), "gunzip"),  # prints
     ],
 )  # fmt: skip
 def test_the_gold_commands_programs_writes_and_kind(command, ran, changed, operative):

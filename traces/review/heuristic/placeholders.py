@@ -164,7 +164,7 @@ def argument_pattern(
         return "" if value is None else f"{key}={str(value).lower()}"
     if command and len(leaves[0].split()) >= 2 and "\n" not in leaves[0].strip():
         # A long one is cut, not hidden: its programs and options are the strategy.
-        return f'"{cut_at_word(_pieces_named(leaves[0], sources, before), COMMAND_CHARS)}"'
+        return f'"{cut_command(_pieces_named(leaves[0], sources, before), COMMAND_CHARS)}"'
     origin = sources.origin(leaves[0], before)
     if origin == CONSTANT:
         return f'"{leaves[0]}"'
@@ -179,6 +179,23 @@ def argument_pattern(
         # thought): the next case has its own.
         return f"<{key} of the case>"
     return f'"{_pieces_named(leaves[0], sources, before)}"'
+
+
+def cut_command(command: str, limit: int) -> str:
+    """A command line within `limit`, cut where no quote is open (an awk program cut in its
+    braces read as broken JSON), at the end of a pipeline stage when one ends in the second
+    half ("find … -exec md5sum {} ; | sort …")."""
+    command = " ".join(command.split())
+    if len(command) <= limit:
+        return command
+    closed = [
+        i
+        for i, char in enumerate(command[:limit])
+        if char == " " and command[:i].count('"') % 2 == 0 and command[:i].count("'") % 2 == 0
+    ]
+    stages = [i for i in closed if command[i + 1 : i + 3] in ("| ", "&&", "||")]
+    ends = [i for i in stages if i >= limit // 2] or closed
+    return command[: ends[-1]].rstrip(" ;") + " …" if ends else cut_at_word(command, limit)
 
 
 # A piece of a short value that is a value of its own: a path or file name ("utils/date.py"), an
@@ -272,7 +289,7 @@ def literal_call(step: StepView) -> str:
     COMMAND_CHARS: cut at 30, "find /testbed/dir2/subdir2 -t…" said nothing of what it did."""
     ran = command_line(step.tool, step.arguments)
     if ran is not None and len(ran.split()) >= 2:  # not an editor's "view" beside its path
-        return f'{step.tool} "{cut_at_word(ran, COMMAND_CHARS)}"'
+        return f'{step.tool} "{cut_command(ran, COMMAND_CHARS)}"'
     arguments = argument_summary(step.arguments, limit=30)
     return f"{step.tool} {arguments}" if arguments else step.tool
 
