@@ -25,7 +25,13 @@ from pgvector.django import CosineDistance
 from core.publish import tasks_publish, tasks_publish_on_commit
 from experiences.embeddings import get_embedder
 from experiences.models import Experience, ExperienceDedupDue, ExperienceSource, TaskFamily
-from experiences.services.family_induction import Induced, Member, insights, workflow
+from experiences.services.family_induction import (
+    Induced,
+    Member,
+    call_step,
+    insights,
+    workflow,
+)
 from experiences.services.versions import version_record
 from traces.review.scene import cut_at_word
 from traces.review.values import case_identifiers, content_words
@@ -39,7 +45,10 @@ MAX_SOURCES = 50  # provenance rows kept per induced item
 
 
 def _signature(experience: Experience) -> str:
-    writes = sorted({c["tool"] for c in experience.calls if c.get("effect") == "write"})
+    """The changes a run made, by workflow step (family_induction.call_step): a tool, or for a
+    command line its tool and command ("bash rm", "bash tar"): keyed by the tool, every shell
+    run that changed anything was one family, whose workflow was one run's command."""
+    writes = sorted({call_step(c) for c in experience.calls if c.get("effect") == "write"})
     return ",".join(writes)[:1000]
 
 

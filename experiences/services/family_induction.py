@@ -113,7 +113,7 @@ class Induced:
 _COMMAND = re.compile(r'^[\w.-]+ "([a-z][\w.-]*) ')
 
 
-def _step(call: dict) -> str:
+def call_step(call: dict) -> str:
     """What a call is a step of a workflow as: its tool, or for a command line its tool and
     command ("bash cat", "bash python"): keyed by the tool alone, a coding agent's workflow
     was one step, "bash "ls src"", for all of its reads, edits' checks and test runs."""
@@ -122,19 +122,30 @@ def _step(call: dict) -> str:
 
 
 def _way_step(call: dict) -> str:
-    """What a call is a step of a workflow as (`_step`); the calls of a tool that navigates and
+    """What a call is a step of a workflow as (`call_step`); the calls of a tool that navigates and
     commits (`click`: its runs end on `click "Buy Now"`, tool_effects.ToolEffect.of_call) are
     two steps, the clicks on the way and the commit: as one step the workflow was "first search
     <…>; call it with <target from search>", or with "Buy Now" and no product chosen."""
-    return f"{_step(call)} (change)" if call["effect"] == "write" else _step(call)
+    return f"{call_step(call)} (change)" if call["effect"] == "write" else call_step(call)
 
 
-def _pattern_of(members: list[Member], step: str, key: Callable[[dict], str] = _step) -> str:
-    """How the family's runs make a step (by `key`), most often (its placeholders)."""
+def _pattern_of(members: list[Member], step: str, key: Callable[[dict], str] = call_step) -> str:
+    """How the family's runs make a step (by `key`), most often (its placeholders). A command
+    line that fewer than half of the runs making the step ran is one case's: the step reads as
+    its command alone (`bash "find …"`): a shell agent's family of look-ups was taught one run's
+    `find … -name "*.java" -exec md5sum …` for every request of it."""
+    made = [{c["pattern"] for c in m.calls if key(c) == step and not c["errored"]} for m in members]
     patterns = Counter(
         c["pattern"] for m in members for c in m.calls if key(c) == step and not c["errored"]
     )
-    return patterns.most_common(1)[0][0] if patterns else step
+    if not patterns:
+        return step
+    pattern = patterns.most_common(1)[0][0]
+    command = _COMMAND.match(pattern)
+    runs = [m for m in made if m]
+    if command and 2 * sum(pattern in m for m in runs) < len(runs):
+        return f'{pattern.split(" ", 1)[0]} "{command.group(1)} …"'
+    return pattern
 
 
 def workflow(members: list[Member]) -> Induced | None:
@@ -251,7 +262,7 @@ def _optional_lookups(
 
 
 def _features(member: Member) -> dict[str, tuple[str, str, str]]:
-    """key -> (kind, subject, text) of what the run did, by workflow step (`_step`: a command
+    """key -> (kind, subject, text) of what the run did, by workflow step (`call_step`: a command
     line's command, "bash \"python -m pytest …\"", not "bash")."""
     found: dict[str, tuple[str, str, str]] = {}
     first_at: dict[str, int] = {}
@@ -259,7 +270,7 @@ def _features(member: Member) -> dict[str, tuple[str, str, str]]:
     names: dict[str, str] = {}  # how the text names a step: its tool, or the command it ran
     tools: dict[str, str] = {}
     for position, call in enumerate(member.calls):
-        tool, step = call["tool"], _step(call)
+        tool, step = call["tool"], call_step(call)
         effect_of.setdefault(step, call["effect"])
         first_at.setdefault(step, position)
         names.setdefault(step, tool if step == tool else call["pattern"])

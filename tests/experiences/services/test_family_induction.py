@@ -312,3 +312,40 @@ def test_the_clicks_on_the_way_and_the_purchase_are_two_steps():
         "When you use click, first search <query in the request's words>, then click <target "
         'from search>; call it with "Buy Now".'
     )
+
+
+def test_a_command_line_only_one_run_ran_is_shown_by_its_command_alone():
+    # A shell agent's look-ups (InterCode Bash): each run found its own files its own way.
+    def look_up(trace_id, command):
+        member = Member(trace_id, True, calls(f'bash "{command}"'))
+        member.calls[0]["effect"] = "read"
+        return member
+
+    runs = [
+        look_up(1, 'find <path from the request> -name "*.java" -exec md5sum {} + | sort'),
+        look_up(2, 'find <path from the request> -name "*.java" -exec md5sum {} + | sort'),
+        look_up(3, "find <path from the request> -type f | wc -l"),
+        look_up(4, "find <path from the request> -empty"),
+        look_up(5, "find <path from the request> -mtime +7"),
+    ]
+    induced = workflow(runs)
+    # Was the first command, 2 of 5 runs', taught to every request of the family.
+    assert induced.advice.startswith('When the request needs no change: first bash "find …", ')
+    # A command most of them ran is shown whole.
+    induced = workflow(runs[:3])
+    assert 'first bash "find <path from the request> -name "*.java" -exec md5sum' in induced.advice
+
+
+def test_a_shell_run_s_family_is_the_commands_that_changed_something():
+    from experiences.models import Experience
+    from experiences.services.families import _signature
+
+    def run(*made):
+        episode = Experience(calls=calls(*made))
+        return _signature(episode)
+
+    assert run('bash "rm -rf <path from the request>"') == "bash rm"
+    assert run('bash "tar czf <path of the case> <path>"', CHANGE) == (
+        "bash tar,update_reservation_flights"
+    )
+    assert run(CHANGE) == "update_reservation_flights"
