@@ -129,6 +129,10 @@ def _way_step(call: dict) -> str:
     return f"{call_step(call)} (change)" if call["effect"] == "write" else call_step(call)
 
 
+# A step whose runs each ran their own command line: its command alone (`bash "find …"`).
+_COMMAND_ALONE = re.compile(r'^[\w.-]+ "[a-z][\w.-]* …"$')
+
+
 def _pattern_of(members: list[Member], step: str, key: Callable[[dict], str] = call_step) -> str:
     """How the family's runs make a step (by `key`), most often (its placeholders). A command
     line that fewer than half of the runs making the step ran is one case's: the step reads as
@@ -188,6 +192,10 @@ def workflow(members: list[Member]) -> Induced | None:
         return None
     anchor = writes[-1] if writes else kept[-1]
     shown = {t: _pattern_of(successes, t, _way_step) for t in kept}
+    if all(_COMMAND_ALONE.match(shown[t]) for t in kept):
+        # Each run ran its own command lines: "When you use bash: call it with "rm …"" names
+        # the family, not a way, and pushed `rm` on requests near its centroid.
+        return None
     optional = _optional_lookups(holders, effects, kept, successes, needed)
     handed = sum(
         any(c["effect"] == HAND_OFF and not c["errored"] for c in m.calls) for m in successes
