@@ -244,7 +244,25 @@ def _pieces_named(value: str, sources: Sources, before: int) -> str:
         # a subcommand) is the same next time.
         return f"<{kind} of the case>" if path or re.search(r"\d", piece) else piece
 
-    return _PIECE.sub(named, value)
+    return _GLOB.sub(lambda m: _glob_named(m.group(0), sources), _PIECE.sub(named, value))
+
+
+# A file name pattern ("*.php", "new*.sh", "*FooBar*"): the request's when its words are.
+_GLOB = re.compile(r"(?<![\w<*])[\w.-]*\*[\w.*-]*(?![\w>])")
+
+
+def _glob_named(glob: str, sources: Sources) -> str:
+    """`glob` as `<pattern from the request>` when the request holds it or every word of it
+    ("*.php" for "all php files"): served to the next request, the agent's own pattern, not the
+    files of this one's. A pattern of no word ("*") or of words the request does not hold
+    stays."""
+    words = re.findall(r"[A-Za-z0-9]{2,}", glob)
+    lower = glob.lower()
+    if _in_text(lower, sources.request) or (
+        words and all(_in_text(w.lower(), sources.request) for w in words)
+    ):
+        return "<pattern from the request>"
+    return glob
 
 
 def call_pattern(

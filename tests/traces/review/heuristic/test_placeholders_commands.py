@@ -79,10 +79,25 @@ def test_a_command_that_printed_nothing_did_its_work_and_is_taught():
     outcome = HeuristicReviewer().review(request_for(tv(task=task, outcome="success"), steps))
     template = outcome.template
     assert template.worth_reference
-    assert template.strategy == 'bash "rm -rf <path from the request>/*.doc"'
+    assert template.strategy == 'bash "rm -rf <path from the request>/<pattern from the request>"'
     assert template.replay == (
         'The same case ran before (success): bash "rm -rf /system/folder1/*.doc".'
     )
     # A think tool's empty result is still an aside.
     think = sv(1, tool="think", arguments={"thought": "first list the folder"}, observation="")
     assert is_aside(think) and not is_aside(steps[0])
+
+
+def test_a_file_pattern_the_request_names_is_the_request_s():
+    # Served to "count the lines of all '*.c' files", `-name "*.php"` was another run's files.
+    task = "Count all the lines of all php files in /testbed directory recursively"
+    assert pattern('find /testbed -name "*.php" | xargs wc -l', task) == (
+        'bash "find <path from the request> -name "<pattern from the request>" | xargs wc -l"'
+    )
+    assert pattern("find /testbed -name 'new*.sh' -delete", "Remove new*.sh under /testbed") == (
+        "bash \"find <path from the request> -name '<pattern from the request>' -delete\""
+    )
+    # A pattern whose words the request does not hold stays: it is this run's choice.
+    assert pattern('find /testbed -name "*.txt" | wc -l', task) == (
+        'bash "find <path from the request> -name "*.txt" | wc -l"'
+    )
