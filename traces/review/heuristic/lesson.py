@@ -15,11 +15,11 @@ from traces.review.heuristic.blame import (
     worked_again,
     worked_later,
 )
+from traces.review.heuristic.path_patterns import path_pattern
 from traces.review.heuristic.placeholders import (
     Sources,
     call_pattern,
     is_aside,
-    path_pattern,
     when_you_use,
 )
 from traces.review.scene import first_sentence

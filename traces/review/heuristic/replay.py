@@ -12,7 +12,8 @@ from traces.review.heuristic.blame import (
     errored,
     worked_again,
 )
-from traces.review.heuristic.placeholders import literal_call, literal_path
+from traces.review.heuristic.path_patterns import literal_path
+from traces.review.heuristic.placeholders import literal_call
 from traces.review.scene import cut_at_word, first_sentence
 from traces.review.types import ReviewRequest, StepView, counts_as_success
 

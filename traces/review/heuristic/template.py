@@ -23,7 +23,8 @@ from traces.review.heuristic.lesson import (
     strategy_of,
     unblamed_advice,
 )
-from traces.review.heuristic.placeholders import Sources, literal_call, literal_path, path_pattern
+from traces.review.heuristic.path_patterns import literal_path, path_pattern
+from traces.review.heuristic.placeholders import Sources, literal_call
 from traces.review.heuristic.replay import replay_of
 from traces.review.heuristic.signals import error_text
 from traces.review.scene import action_phrase, scene_summary

@@ -3,7 +3,8 @@ one it leads to; never "then 1 more call" for a call that fits (pure functions o
 steps and the reviewer's template)."""
 
 from tests.support.review_builders import request_for, sv, tv
-from traces.review.heuristic.placeholders import Sources, path_pattern
+from traces.review.heuristic.path_patterns import path_pattern
+from traces.review.heuristic.placeholders import Sources
 from traces.review.heuristic.template import build_template
 from traces.review.tool_effects import tool_effect
 from traces.review.types import StepJudgement
