@@ -218,10 +218,11 @@ def lesson_figures(
         first = answer["items"][:3]
         needs = _gold_needs(dataset, probe)
         shell = dataset == "bash"
-        if any(_recommends(served_text(i), writes - needs, shell=shell) for i in first):
+        asked = probe.task
+        if any(_recommends(served_text(i), writes - needs, shell=shell, task=asked) for i in first):
             unneeded += 1
         aside = writes - needs - {HAND_OFF}
-        if any(_recommends(served_text(i), aside, shell=shell) for i in first):
+        if any(_recommends(served_text(i), aside, shell=shell, task=asked) for i in first):
             unneeded_aside += 1
         wrong = failed_writes.get(probe.group, set())
         if wrong:
@@ -322,12 +323,21 @@ _HANDED_OVER = re.compile(r"\bhanded the case to a person\b")
 _RECIPE = re.compile(r"^when you use ([\w.-]+)(?:, first |: call it )", re.I)
 
 
-def _recommends(advice: str, unneeded: set[str], *, shell: bool = False) -> bool:
+# A recipe for a purpose the request names: "When you use bash to remove: …".
+_PURPOSE = re.compile(r"^when you use [\w.-]+ to (\w+)[:,]", re.I)
+
+
+def _recommends(advice: str, unneeded: set[str], *, shell: bool = False, task: str = "") -> bool:
     """The advice tells the agent to call one of `unneeded`: the tool a recipe is for, or one
     named outside a "do not" clause, a "… before you X" warning and the "When you use X:"
     condition a lesson starts with. `shell`: `unneeded` are programs, and a quoted command
-    recommends those it runs to change files (intercode.writes: `gunzip -c` only prints)."""
+    recommends those it runs to change files (intercode.writes: `gunzip -c` only prints). A
+    recipe for a purpose (`When you use bash to remove:`) that `task` does not name (no word of
+    it starts with the verb) is pushed on nobody."""
     if not unneeded:
+        return False
+    purpose = _PURPOSE.match(advice)
+    if purpose and task and not re.search(rf"\b{re.escape(purpose.group(1))}", task, re.I):
         return False
     recipe = _RECIPE.match(advice)
     if recipe and recipe.group(1) in unneeded:

@@ -160,3 +160,11 @@ def test_a_shell_command_recommends_the_writes_it_runs_not_its_words():
     assert _recommends(advice, {"rm"}, shell=True)  # the -exec after the quoted "*.o"
     assert not _recommends(advice, {"gunzip"}, shell=True)  # -c only prints
     assert not _recommends('Do not bash "rm -rf <path>": it failed.', {"rm"}, shell=True)
+
+
+def test_a_recipe_for_a_purpose_the_task_does_not_name_is_pushed_on_nobody():
+    recipe = 'When you use bash to remove: call it with "find <path> -name "*.o" -exec rm {} \\;".'
+    assert not _recommends(recipe, {"rm"}, shell=True, task="Find the latest modified file")
+    assert _recommends(recipe, {"rm"}, shell=True, task="Recursively remove the *.o files")
+    assert _recommends('When you use bash: call it with "rm -f <path>".', {"rm"}, shell=True,
+                       task="Find the latest modified file")  # fmt: skip

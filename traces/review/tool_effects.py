@@ -63,7 +63,8 @@ WRITE_VERBS = frozenset(
     "put patch transfer exchange return refund submit buy purchase pay order write save upload "
     "deploy restart reboot kill stop start apply commit push merge install "
     "uninstall move rename reset grant revoke schedule finish answer respond reply publish "
-    "approve reject assign close archive enable disable scale rollback drop truncate".split()
+    "approve reject assign close archive enable disable scale rollback drop truncate copy "
+    "compress unpack link".split()
 )
 _WORD = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])")
 # A hand-off: one of these verbs first, and a person named (in the name or its description).
@@ -160,6 +161,23 @@ def verb_effect(text: str) -> bool | None:
         if word in WRITE_VERBS:
             return False
     return None
+
+
+def change_verbs(text: str) -> list[str]:
+    """The verbs of changing a request uses, in its order, each as in WRITE_VERBS ("Removes
+    all …" → "remove"; "copies" → "copy")."""
+    found = []
+    for word in re.findall(r"[a-z]+", text.lower()):
+        plural = word[:-3] + "y" if word.endswith("ies") else word
+        for stem in (word, word.removesuffix("s"), word.removesuffix("es"), plural):
+            if stem in WRITE_VERBS and stem not in found and stem not in _NOT_ASKED:
+                found.append(stem)
+                break
+    return found
+
+
+# Write verbs that a request uses as other words ("the answer", "the order of", "a set of").
+_NOT_ASKED = frozenset("answer order set return start stop post finish close reply".split())
 
 
 def hands_off(tool: str, description: str = "") -> bool:

@@ -5,6 +5,7 @@ that did not fail says about a step it is blamed for. The calls are placeholders
 and the blamed step is the one the evidence blames (`blame`).
 """
 
+from traces.review.command_effects import command_line
 from traces.review.heuristic.blame import (
     CHANGED,
     ENDED,
@@ -23,6 +24,7 @@ from traces.review.heuristic.placeholders import (
     when_you_use,
 )
 from traces.review.scene import first_sentence
+from traces.review.tool_effects import ToolEffect, change_verbs
 from traces.review.types import ReviewRequest, StepView
 from traces.review.values import argument_values
 
@@ -72,7 +74,17 @@ def strategy_of(calls: list[StepView], request: ReviewRequest, sources: Sources)
         path_pattern(before, sources, 3, request.trace.call_effect) if before else "",
         f"{pattern} (each)" if again and pattern != anchor.tool else pattern,
         path_pattern(after, sources, 1, request.trace.call_effect) if after else "",
+        purpose=_purpose(anchor, effect, request),
     )
+
+
+def _purpose(anchor: StepView, effect: ToolEffect, request: ReviewRequest) -> str:
+    """The change the request asked for, in its own verb ("remove"), when the anchor is a
+    command line that made it: "When you use bash:" is every shell run's condition, and a
+    delete recipe read as one for "find the latest modified file" too."""
+    if not effect.changes_state or command_line(anchor.tool, anchor.arguments) is None:
+        return ""
+    return next(iter(change_verbs(request.trace.task)), "")
 
 
 def fed_look_ups(

@@ -323,11 +323,16 @@ def is_aside(step: StepView) -> bool:
     ) == (None, "")
 
 
-def when_you_use(tool: str, before: str, pattern: str, after: str = "") -> str:
+def when_you_use(
+    tool: str, before: str, pattern: str, after: str = "", *, purpose: str = ""
+) -> str:
     """The injection form of a strategy: "When you use X, first A, then B; call it with <…>;
-    after it, C". The tool is named as the condition only, its arguments as "call it with"."""
+    after it, C". The tool is named as the condition only, its arguments as "call it with".
+    `purpose`: what the request asked the call to do ("When you use bash to remove: …"), for a
+    tool every run calls, whose name alone is no condition."""
     arguments = pattern.removeprefix(tool).strip()
-    text = f"When you use {tool}, first {before}" if before else f"When you use {tool}:"
+    condition = f"{tool} to {purpose}" if purpose else tool
+    text = f"When you use {condition}, first {before}" if before else f"When you use {condition}:"
     if arguments:
         text += f"; call it with {arguments}" if before else f" call it with {arguments}"
     elif not before:

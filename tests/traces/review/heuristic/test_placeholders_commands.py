@@ -79,6 +79,8 @@ def test_a_command_that_printed_nothing_did_its_work_and_is_taught():
     outcome = HeuristicReviewer().review(request_for(tv(task=task, outcome="success"), steps))
     template = outcome.template
     assert template.worth_reference
+    # "When you use bash:" is every shell run's condition: the recipe names the request's change.
+    assert template.experience.startswith('When you use bash to remove: call it with "rm -rf ')
     assert template.strategy == 'bash "rm -rf <path from the request>/<pattern from the request>"'
     assert template.replay == (
         'The same case ran before (success): bash "rm -rf /system/folder1/*.doc".'
