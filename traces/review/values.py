@@ -47,11 +47,14 @@ def key_values(text: str) -> set[str]:
 def case_identifiers(text: str) -> set[str]:
     """Ids of one case: a token with two letters and two digits at least ("k1nw8n",
     "b08fsysm24") or an underscored name ("mia_li_3668"); never a bare number, price or date
-    ("40.00" is in half of all shopping requests), nor a spec like "1080p" or "12v"."""
+    ("40.00" is in half of all shopping requests), nor a spec like "1080p" or "12v", nor a path
+    or address whole ("/testbed/dir3/subdir1": a place many cases work in, its parts still
+    count: "/users/mia_li_3668" names "mia_li_3668")."""
     return {
         v
         for v in key_values(text)
-        if "_" in v or (sum(c.isdigit() for c in v) >= 2 and sum(c.isalpha() for c in v) >= 2)
+        if "/" not in v
+        and ("_" in v or (sum(c.isdigit() for c in v) >= 2 and sum(c.isalpha() for c in v) >= 2))
     }
 
 

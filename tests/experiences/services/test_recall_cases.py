@@ -95,3 +95,12 @@ def test_a_hand_off_counts_only_where_it_worked():
     assert _handed_off([hand_off])
     assert not _handed_off([hand_off | {"errored": True}])
     assert not _handed_off('[{"tool": "t", "effect": "write", "errored": false}]')
+
+
+def test_a_path_is_a_place_many_cases_work_in_not_the_case():
+    # Two shell tasks in one directory ("copy the FooBar files to …/tmp", "delete the files of
+    # …/tmp older than 2 days") were one case: one's failed replay was served to the other.
+    assert (
+        case_identifiers("Copy the FooBar files to /testbed/dir3/subdir1/subsubdir1/tmp") == set()
+    )
+    assert case_identifiers("GET /users/mia_li_3668/orders") == {"mia_li_3668"}  # its parts count
