@@ -102,11 +102,11 @@ def call_verdict(tool: str, arguments: Any) -> tuple[bool | None, str]:
     command = command_line(tool, arguments)
     if command is not None:
         return command_effect(command)
-    statement = _statement(tool, arguments)
-    return sql_effect(statement) if statement is not None else (None, "")
+    ran = statement(tool, arguments)
+    return sql_effect(ran) if ran is not None else (None, "")
 
 
-def _statement(tool: str, arguments: Any) -> str | None:
+def statement(tool: str, arguments: Any) -> str | None:
     """The SQL a call ran: a `sql` / `statement` argument, a `query` of a database tool or one
     shaped like SQL (a search's `query` for "Show Boat" or "Grant Hill" is words), or the whole
     argument of a database tool."""
@@ -139,6 +139,12 @@ def sql_effect(statement: str) -> tuple[bool | None, str]:
     if verdicts and all(verdicts):
         return True, "SELECT"
     return None, ""
+
+
+def executed(tool: str, arguments: Any) -> str | None:
+    """What a call ran: its command line, else its SQL statement (None: neither). Both are a
+    strategy's text, shown with their values named, never summed up as "written for the case"."""
+    return command_line(tool, arguments) or statement(tool, arguments)
 
 
 def command_line(tool: str, arguments: Any) -> str | None:

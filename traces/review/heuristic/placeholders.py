@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from traces.review.command_effects import call_verdict, command_line
+from traces.review.command_effects import call_verdict, command_line, executed
 from traces.review.scene import argument_summary, cut_at_word
 from traces.review.types import StepView, TraceView
 from traces.review.values import content_words
@@ -141,7 +141,8 @@ def argument_pattern(
     command: bool = False,
 ) -> str:
     """One argument as a placeholder by its origin, or as itself (short) when it has none.
-    `command`: the argument is a command line (command_effects.command_line): one of one line
+    `command`: the argument is a command line or a SQL statement (command_effects.executed):
+    one of one line
     keeps its command with its values named ("python -m pytest <path from the request>"), even
     when its words are the request's ("<command in the request's words>" hid the test run), cut
     at COMMAND_CHARS when longer ("<command written for the case>" hid a shell agent's whole
@@ -243,7 +244,22 @@ def _pieces_named(value: str, sources: Sources, before: int) -> str:
         # a subcommand) is the same next time.
         return f"<{kind} of the case>" if path or re.search(r"\d", piece) else piece
 
-    return _GLOB.sub(lambda m: _glob_named(m.group(0), sources), _PIECE.sub(named, value))
+    value = _PIECE.sub(named, value)
+    value = _GLOB.sub(lambda m: _glob_named(m.group(0), sources), value)
+    return _QUOTED_REQUEST.sub(lambda m: _quoted_named(m, sources), value)
+
+
+# A quoted literal of a command or a statement (WHERE code = 'APG', grep 'world').
+_QUOTED_REQUEST = re.compile(r"'([^'<>]{2,40})'")
+
+
+def _quoted_named(match: re.Match[str], sources: Sources) -> str:
+    """A quoted literal the request holds is `'<value from the request>'`: the next request
+    names its own ("flights leaving from APG" → `WHERE departure_airport = 'APG'`)."""
+    inner = match.group(1)
+    if inner.strip() and _in_text(inner.lower(), sources.request) and not inner.startswith("-"):
+        return "'<value from the request>'"
+    return match.group(0)
 
 
 # A file name pattern ("*.php", "new*.sh", "*FooBar*"): the request's when its words are.
@@ -274,7 +290,7 @@ def call_pattern(
     if not step.tool:
         return f"{step.kind.replace('_', ' ')}"
     arguments = step.arguments
-    ran = command_line(step.tool, arguments)
+    ran = executed(step.tool, arguments)
     if isinstance(arguments, dict):
         parts = [
             argument_pattern(
@@ -294,7 +310,9 @@ def call_pattern(
     parts = [p for p in parts if p]
     text = step.tool
     for part in parts:
-        if len(text) + len(part) + 1 > PATTERN_CHARS:
+        # The first part always shows: a command or statement is already cut to COMMAND_CHARS,
+        # and "execute_sql …" said nothing of the query.
+        if text != step.tool and len(text) + len(part) + 1 > PATTERN_CHARS:
             text += " …"
             break
         text += f" {part}"
@@ -304,7 +322,7 @@ def call_pattern(
 def literal_call(step: StepView) -> str:
     """The call as it was made (for the replay of the same case); a command line up to
     COMMAND_CHARS: cut at 30, "find /testbed/dir2/subdir2 -t…" said nothing of what it did."""
-    ran = command_line(step.tool, step.arguments)
+    ran = executed(step.tool, step.arguments)
     if ran is not None and len(ran.split()) >= 2:  # not an editor's "view" beside its path
         return f'{step.tool} "{cut_command(ran, COMMAND_CHARS)}"'
     arguments = argument_summary(step.arguments, limit=30)

@@ -35,7 +35,7 @@ def test_a_quoted_script_or_pattern_keeps_its_own_text():
     # Was "sed 's/[^;0-9]<path of the case>'": a regular expression read as a file.
     task = 'Remove everything but digits and semicolons from "hello world;876"'
     assert pattern("echo 'hello world;876' | sed 's/[^;0-9]//g'", task) == (
-        "bash \"echo 'hello world;876' | sed 's/[^;0-9]//g'\""
+        "bash \"echo '<value from the request>' | sed 's/[^;0-9]//g'\""
     )
     # A value the run shows is named inside quotes too.
     assert pattern("grep -c 'b1.txt' /tmp/list") == (
@@ -102,4 +102,33 @@ def test_a_file_pattern_the_request_names_is_the_request_s():
     # A pattern whose words the request does not hold stays: it is this run's choice.
     assert pattern('find /testbed -name "*.txt" | wc -l', task) == (
         'bash "find <path from the request> -name "*.txt" | wc -l"'
+    )
+
+
+def test_a_sql_statement_is_shown_as_a_command_is():
+    # "execute_sql <sql in the request's words>" and "call it with …" hid the query itself.
+    def sql(index, statement, result=""):
+        return sv(index, tool="execute_sql", arguments={"sql": statement}, observation=result)
+
+    task = "Give the flight numbers of flights leaving from APG."
+    steps = [
+        sql(1, "DESC flights", "[('FlightNo', 'int'), ('SourceAirport', 'text')]"),
+        sql(2, "SELECT FlightNo FROM flights WHERE SourceAirport = 'APG'", "[(28,), (29,)]"),
+    ]
+    shown = call_pattern(steps[1], Sources.of(task, steps))
+    # The airport came from the request: the next request names its own; the schema's names
+    # stay (a name with an underscore from the look-up would read <value from execute_sql>).
+    assert shown == (
+        "execute_sql \"SELECT FlightNo FROM flights WHERE SourceAirport = '<value from the "
+        "request>'\""
+    )
+    long = (
+        "SELECT COUNT(*) FROM orchestra WHERE Major_Record_Format = 'CD' OR "
+        "Major_Record_Format = 'DVD'"
+    )
+    assert call_pattern(sql(3, long), Sources.of(task, steps)).startswith(
+        'execute_sql "SELECT COUNT(*) FROM orchestra WHERE'
+    )
+    assert literal_call(steps[1]) == (
+        "execute_sql \"SELECT FlightNo FROM flights WHERE SourceAirport = 'APG'\""
     )
