@@ -164,7 +164,9 @@ def argument_pattern(
         return "" if value is None else f"{key}={str(value).lower()}"
     if command and len(leaves[0].split()) >= 2 and "\n" not in leaves[0].strip():
         # A long one is cut, not hidden: its programs and options are the strategy.
-        return f'"{cut_command(_pieces_named(leaves[0], sources, before), COMMAND_CHARS)}"'
+        # Only its head is shown: a one-line script of kilobytes is not named piece by piece.
+        head = leaves[0][: COMMAND_CHARS * 8]
+        return f'"{cut_command(_pieces_named(head, sources, before), COMMAND_CHARS)}"'
     origin = sources.origin(leaves[0], before)
     if origin == CONSTANT:
         return f'"{leaves[0]}"'
