@@ -138,15 +138,17 @@ def _pattern_of(members: list[Member], step: str, key: Callable[[dict], str] = c
     line that fewer than half of the runs making the step ran is one case's: the step reads as
     its command alone (`bash "find …"`): a shell agent's family of look-ups was taught one run's
     `find … -name "*.java" -exec md5sum …` for every request of it."""
-    made = [{c["pattern"] for c in m.calls if key(c) == step and not c["errored"]} for m in members]
-    patterns = Counter(
-        c["pattern"] for m in members for c in m.calls if key(c) == step and not c["errored"]
-    )
+    patterns: Counter[str] = Counter()  # by call
+    runs: list[set[str]] = []  # each run's patterns of the step
+    for member in members:
+        made = [c["pattern"] for c in member.calls if key(c) == step and not c["errored"]]
+        patterns.update(made)
+        if made:
+            runs.append(set(made))
     if not patterns:
         return step
     pattern = patterns.most_common(1)[0][0]
     command = _COMMAND.match(pattern)
-    runs = [m for m in made if m]
     if command and 2 * sum(pattern in m for m in runs) < len(runs):
         return f'{pattern.split(" ", 1)[0]} "{command.group(1)} …"'
     return pattern

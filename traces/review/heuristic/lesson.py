@@ -5,7 +5,7 @@ that did not fail says about a step it is blamed for. The calls are placeholders
 and the blamed step is the one the evidence blames (`blame`).
 """
 
-from traces.review.command_effects import command_line
+from traces.review.command_effects import executed
 from traces.review.heuristic.blame import (
     CHANGED,
     ENDED,
@@ -80,9 +80,9 @@ def strategy_of(calls: list[StepView], request: ReviewRequest, sources: Sources)
 
 def _purpose(anchor: StepView, effect: ToolEffect, request: ReviewRequest) -> str:
     """The change the request asked for, in its own verb ("remove"), when the anchor is a
-    command line that made it: "When you use bash:" is every shell run's condition, and a
-    delete recipe read as one for "find the latest modified file" too."""
-    if not effect.changes_state or command_line(anchor.tool, anchor.arguments) is None:
+    command line or a SQL statement that made it: "When you use bash:" is every shell run's
+    condition, and a delete recipe read as one for "find the latest modified file" too."""
+    if not effect.changes_state or executed(anchor.tool, anchor.arguments) is None:
         return ""
     return next(iter(change_verbs(request.trace.task)), "")
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from traces.review.command_effects import call_verdict, command_line, executed
+from traces.review.command_effects import executed
 from traces.review.scene import argument_summary, cut_at_word
 from traces.review.types import StepView, TraceView
 from traces.review.values import content_words
@@ -142,11 +142,10 @@ def argument_pattern(
 ) -> str:
     """One argument as a placeholder by its origin, or as itself (short) when it has none.
     `command`: the argument is a command line or a SQL statement (command_effects.executed):
-    one of one line
-    keeps its command with its values named ("python -m pytest <path from the request>"), even
-    when its words are the request's ("<command in the request's words>" hid the test run), cut
-    at COMMAND_CHARS when longer ("<command written for the case>" hid a shell agent's whole
-    way); a script of several lines (a heredoc) is written for the case.
+    one of one line keeps its command with its values named ("python -m pytest <path from the
+    request>"), even when its words are the request's ("<command in the request's words>" hid
+    the test run), cut at COMMAND_CHARS when longer ("<command written for the case>" hid a
+    shell agent's whole way); a script of several lines (a heredoc) is written for the case.
     `answer`: the call is the answer nearly every run ends on; a value of it that the request
     held ("Which is older, A or B?") is that case's answer, not where the next one is: served to
     other questions, "<answer from the request>" was judged misleading 10 times of 12 (helpful
@@ -338,9 +337,7 @@ def is_aside(step: StepView) -> bool:
     taken for asides, a shell agent's one-command successes taught nothing."""
     if (step.observation_raw or step.observation).strip() or step.is_error:
         return False
-    return command_line(step.tool, step.arguments) is None and call_verdict(
-        step.tool, step.arguments
-    ) == (None, "")
+    return executed(step.tool, step.arguments) is None
 
 
 def when_you_use(

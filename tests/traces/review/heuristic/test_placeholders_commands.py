@@ -132,3 +132,16 @@ def test_a_sql_statement_is_shown_as_a_command_is():
     assert literal_call(steps[1]) == (
         "execute_sql \"SELECT FlightNo FROM flights WHERE SourceAirport = 'APG'\""
     )
+
+
+def test_a_sql_change_that_printed_nothing_is_taught_for_its_request_s_purpose():
+    from tests.support.review_builders import request_for, tv
+    from traces.review.heuristic import HeuristicReviewer
+
+    change = sv(
+        1, tool="execute_sql", arguments={"sql": "UPDATE users SET plan = 'pro' WHERE id = 7"}
+    )
+    assert not is_aside(change)  # an UPDATE says nothing when it works
+    task = "Update user 7's plan to pro"
+    outcome = HeuristicReviewer().review(request_for(tv(task=task, outcome="success"), [change]))
+    assert outcome.template.experience.startswith("When you use execute_sql to update: call it")
