@@ -323,8 +323,9 @@ _HANDED_OVER = re.compile(r"\bhanded the case to a person\b")
 _RECIPE = re.compile(r"^when you use ([\w.-]+)(?:, first |: call it )", re.I)
 
 
-# A recipe for a purpose the request names: "When you use bash to remove: …".
-_PURPOSE = re.compile(r"^when you use [\w.-]+ to (\w+)[:,]", re.I)
+# A recipe for a purpose the request names: "When you use bash to remove all files: …" (the
+# verb is the first word of the purpose).
+_PURPOSE = re.compile(r"^when you use [\w.-]+ to (\w+)[^:,]*[:,]", re.I)
 
 
 def _recommends(advice: str, unneeded: set[str], *, shell: bool = False, task: str = "") -> bool:

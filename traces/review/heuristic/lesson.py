@@ -23,7 +23,8 @@ from traces.review.heuristic.placeholders import (
     is_aside,
     when_you_use,
 )
-from traces.review.scene import first_sentence
+from traces.review.request_goal import request_goal
+from traces.review.scene import first_sentence, query_request
 from traces.review.tool_effects import ToolEffect, change_verbs
 from traces.review.types import ReviewRequest, StepView
 from traces.review.values import argument_values
@@ -79,12 +80,28 @@ def strategy_of(calls: list[StepView], request: ReviewRequest, sources: Sources)
 
 
 def _purpose(anchor: StepView, effect: ToolEffect, request: ReviewRequest) -> str:
-    """The change the request asked for, in its own verb ("remove"), when the anchor is a
-    command line or a SQL statement that made it: "When you use bash:" is every shell run's
-    condition, and a delete recipe read as one for "find the latest modified file" too."""
-    if not effect.changes_state or executed(anchor.tool, anchor.arguments) is None:
+    """What the request asked the anchor to do, when it is a command line or a SQL statement:
+    "When you use bash:" is every shell run's condition, and another task's `tree` recipe read
+    as advice for "print the source of the file system" (hand-judged, InterCode Bash). The
+    request's goal (`request_goal`: "count md5sum of all files"); for a change, a goal that
+    does not start with the change the request asked for is that change's verb alone ("find
+    all files … and delete them": "remove", not "find all files")."""
+    if executed(anchor.tool, anchor.arguments) is None:
         return ""
-    return next(iter(change_verbs(request.trace.task)), "")
+    goal = request_goal(query_request(request.trace.task))
+    if not effect.changes_state:
+        return goal
+    changes = change_verbs(request.trace.task)
+    if goal and goal.split()[0] in changes:
+        return goal
+    return next(iter(changes), "")
+
+
+def condition(step: StepView, request: ReviewRequest) -> str:
+    """The "When you use …" of a lesson about `step`: its tool, and for a command line or a
+    SQL statement the goal it served (`_purpose`)."""
+    purpose = _purpose(step, request.trace.call_effect(step), request) if step.tool else ""
+    return f"{step.tool} to {purpose}" if purpose else step.tool
 
 
 def fed_look_ups(
@@ -142,7 +159,7 @@ def lesson(
     pitfall = f"{phrase}: {blame.consequence}"
     if blame.evidence == ENDED:
         return _answered_lesson(request), pitfall
-    where = f"When you use {step.tool}" if step.tool else "When you answer"
+    where = f"When you use {condition(step, request)}" if step.tool else "When you answer"
     recovered = [s for s in necessary_calls if s.index > step.index]
     instead = path_pattern(recovered, sources, 3, request.trace.call_effect) if recovered else ""
     if instead == phrase:
@@ -228,7 +245,8 @@ def unblamed_advice(
     if request.trace.outcome == "failure":
         if calls:
             tried = path_pattern(calls, sources, 3, request.trace.call_effect)
-            return f"When you use {calls[0].tool}: {tried} was not enough: the run failed.", ""
+            where = condition(calls[0], request)
+            return f"When you use {where}: {tried} was not enough: the run failed.", ""
         # No tool was called at all: the way not to go is answering from the conversation
         # alone, and the first reply is where the run chose it.
         pitfall = "answer without calling a tool" + _first_reply(steps)
@@ -237,5 +255,5 @@ def unblamed_advice(
         return f"{when_strategy}.", ""
     if calls:
         path = path_pattern(calls, sources, 3, request.trace.call_effect)
-        return f"When you use {calls[0].tool}: {path}.", ""
+        return f"When you use {condition(calls[0], request)}: {path}.", ""
     return "When you can answer from the conversation alone, answer directly.", ""

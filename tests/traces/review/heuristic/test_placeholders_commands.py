@@ -79,8 +79,10 @@ def test_a_command_that_printed_nothing_did_its_work_and_is_taught():
     outcome = HeuristicReviewer().review(request_for(tv(task=task, outcome="success"), steps))
     template = outcome.template
     assert template.worth_reference
-    # "When you use bash:" is every shell run's condition: the recipe names the request's change.
-    assert template.experience.startswith('When you use bash to remove: call it with "rm -rf ')
+    # "When you use bash:" is every shell run's condition: the recipe names the request's goal.
+    assert template.experience.startswith(
+        'When you use bash to remove all files: call it with "rm -rf '
+    )
     assert template.strategy == 'bash "rm -rf <path from the request>/<pattern from the request>"'
     assert template.replay == (
         'The same case ran before (success): bash "rm -rf /system/folder1/*.doc".'
@@ -144,4 +146,31 @@ def test_a_sql_change_that_printed_nothing_is_taught_for_its_request_s_purpose()
     assert not is_aside(change)  # an UPDATE says nothing when it works
     task = "Update user 7's plan to pro"
     outcome = HeuristicReviewer().review(request_for(tv(task=task, outcome="success"), [change]))
-    assert outcome.template.experience.startswith("When you use execute_sql to update: call it")
+    assert outcome.template.experience.startswith(
+        "When you use execute_sql to update user plan: call it"
+    )
+
+
+def test_a_command_recipe_and_a_command_lesson_name_the_goal_they_served():
+    # "When you use bash:" holds on every shell task: another task's `tree` recipe was served
+    # as advice for "print the source of the file system" (hand-judged misleading).
+    from tests.support.review_builders import request_for, tv
+    from traces.review.heuristic import HeuristicReviewer
+
+    task = "Print the directory tree of /testbed up to depth 2"
+    steps = [bash(1, "tree -L 2 /testbed", "/testbed\n|-- dir1")]
+    outcome = HeuristicReviewer().review(request_for(tv(task=task, outcome="success"), steps))
+    assert outcome.template.experience.startswith(
+        'When you use bash to print the directory tree: call it with "tree -L'
+    )
+    typo = sv(1, tool="bash", arguments={"command": "tre -L 2 /testbed"}, is_error=True,
+              observation="bash: tre: command not found")  # fmt: skip
+    failed = [typo]
+    outcome = HeuristicReviewer().review(request_for(tv(task=task, outcome="failure"), failed))
+    assert outcome.template.experience.startswith("When you use bash to print the directory tree")
+    # A change asked in the middle of the request is taught by its verb, not by the look-up
+    # the request starts with.
+    task = "Find all *.tmp files under /testbed and delete them"
+    steps = [bash(1, 'find /testbed -name "*.tmp" -delete')]
+    outcome = HeuristicReviewer().review(request_for(tv(task=task, outcome="success"), steps))
+    assert outcome.template.experience.startswith("When you use bash to delete: call it")
