@@ -19,7 +19,8 @@ same task asked again: MODELS[0]'s runs are the probes, the others' the history.
 
 The gold (for bench/lesson_quality.py and bench/splits.family, never for the product): the gold
 command's programs (`programs`: the first word of each pipeline stage, `-exec` and `xargs`
-target), the programs that change the file system (WRITING, or a `>` redirect), and the task's
+target), the programs that change the file system (WRITING, `find -delete` as `rm`, or a `>`
+redirect), and the task's
 operative program (`operative_program`: its first program that is not a file finder or a text
 filter, else its first program).
 """
@@ -41,7 +42,7 @@ ENVIRONMENT = ["bash"]
 
 WRITING = frozenset(
     "rm rmdir mv cp mkdir touch chmod chown chgrp ln tar gzip gunzip zip unzip bzip2 tee dd "
-    "truncate install rsync split patch".split()
+    "truncate install rsync split patch rename cpio".split()
 )
 # Finders, filters and cd: a stage that only selects, formats or goes where another works.
 _FEEDERS = frozenset(
@@ -79,6 +80,8 @@ def writes(command: str) -> set[str]:
             changed.discard(archiver)
     if "sed" in programs(command) and re.search(r"\bsed\s+(?:-\w+\s+)*-i", command):
         changed.add("sed")
+    if "find" in programs(command) and re.search(r"\s-delete\b", command):
+        changed.add("rm")  # find's own removal: what the task's `rm` is
     if _REDIRECT.search(re.sub(r"'[^']*'|\"[^\"]*\"", "", command)):
         changed.add("redirect")
     return changed

@@ -97,6 +97,10 @@ def test_runs_of_a_task_are_grouped_and_the_first_model_answers_the_probes(check
         ("ls /testbed 2>/dev/null", ["ls"], set(), "ls"),
         ("cd /testbed && tar czf x.tgz dir1", ["cd", "tar"], {"tar"}, "tar"),
         ("tar -tzf /testbed/x.tgz | grep a", ["tar", "grep"], set(), "tar"),  # lists
+        # find's own -delete removes as rm does: a removal task's gold needs what rm does.
+        ("find /testbed -name '*.txt' -delete", ["find"], {"rm"}, "find"),
+        ("find /testbed -type f -exec rename 's/a/b/' {} +", ["find", "rename"], {"rename"},
+         "rename"),
         ("find /testbed -name '*.gz' -exec gunzip -c {} + | wc -l",
          ["find", "gunzip", "wc"], set(), "gunzip"),  # prints
     ],
