@@ -25,13 +25,8 @@ from pgvector.django import CosineDistance
 from core.publish import tasks_publish, tasks_publish_on_commit
 from experiences.embeddings import get_embedder
 from experiences.models import Experience, ExperienceDedupDue, ExperienceSource, TaskFamily
-from experiences.services.family_induction import (
-    Induced,
-    Member,
-    call_step,
-    insights,
-    workflow,
-)
+from experiences.services.family_induction import Induced, Member, call_step, workflow
+from experiences.services.family_insights import insights
 from experiences.services.versions import version_record
 from traces.review.scene import cut_at_word
 from traces.review.values import case_identifiers, content_words

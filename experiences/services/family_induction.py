@@ -1,5 +1,6 @@
-"""What a family of runs teaches beyond any one of them (ExpeL's insights, Agent Workflow
-Memory's workflows), computed from the episodes' call patterns alone (no database, no LLM).
+"""What a family of runs teaches beyond any one of them (Agent Workflow Memory's workflows;
+ExpeL's insights are family_insights.py), computed from the episodes' call patterns alone (no
+database, no LLM).
 
 **Workflow** (successful runs of at least MIN_SUCCESSES cases): the tools that at least half of
 the successful runs called among their necessary calls, in the order they called them (the mean
@@ -28,23 +29,7 @@ upgrade a third" taught "When you use update_reservation_flights, first …, the
 cancel_reservation …", served first to plain cancellations; and its insights only told that
 case's calls from the failures of other cases joined to the family.
 
-**Insights** (failures, and successes of at least two cases): a run is described by what it did
-— each tool it called, each tool it called before a state-changing one, each tool whose call
-failed (for a command line, which command: "in failed runs bash \"python -m pytest …\" failed
-(…): do not go on while it fails", not "check its arguments") — and a feature whose share among
-the successes and among the failures differ by at least MIN_CONTRAST (and that at least MIN_RUNS
-runs on the side it speaks for show) becomes an insight, with its counts: "When you use
-update_reservation_flights: successful runs call get_reservation_details before it (5 of 6
-successful runs, 1 of 4 failed runs)." An insight never tells the agent to avoid a read-only
-call, nor to change something after looking it up: only failed calls, state-changing calls and
-one change made after another can be what failures do more. A change the failures make more is a
-check to make before it ("make this change only when the request asks for it and the rules allow
-it"), not "do not": the family's requests often all asked for it. That the successes made a
-state change is never an insight: a success joins the family of the changes it made
-(families._signature), so every success makes the family's changes by construction, and the
-failures without them are as often another task's failures joined by their request's nearness
-(τ-bench: "successful runs call update_reservation_flights (4 of 4 successful runs, 3 of 15
-failed runs)" was served to plain cancellations, where it said to change the flights)."""
+The family's contrastive insights are family_insights.py."""
 
 import re
 from collections import Counter
@@ -55,9 +40,6 @@ from statistics import mean
 from traces.review.heuristic.placeholders import when_you_use
 
 MIN_SUCCESSES = 2
-MIN_RUNS = 2
-MIN_CONTRAST = 0.5
-MAX_INSIGHTS = 3
 MAX_WORKFLOW_CALLS = 5
 OPTIONAL_SHARE = 0.25  # of the successes: a look-up this common is named as optional,
 MIN_OPTIONAL_RUNS = 3  # and made by at least this many of them
@@ -133,7 +115,7 @@ def _way_step(call: dict) -> str:
 _COMMAND_ALONE = re.compile(r'^[\w.-]+ "[a-z][\w.-]* …"$')
 
 
-def _pattern_of(members: list[Member], step: str, key: Callable[[dict], str] = call_step) -> str:
+def pattern_of(members: list[Member], step: str, key: Callable[[dict], str] = call_step) -> str:
     """How the family's runs make a step (by `key`), most often (its placeholders). A command
     line that fewer than half of the runs making the step ran is one case's: the step reads as
     its command alone (`bash "find …"`): a shell agent's family of look-ups was taught one run's
@@ -193,7 +175,7 @@ def workflow(members: list[Member]) -> Induced | None:
     if not _changes_agree_in_order(writes, orders):
         return None
     anchor = writes[-1] if writes else kept[-1]
-    shown = {t: _pattern_of(successes, t, _way_step) for t in kept}
+    shown = {t: pattern_of(successes, t, _way_step) for t in kept}
     if all(_COMMAND_ALONE.match(shown[t]) for t in kept):
         # Each run ran its own command lines: "When you use bash: call it with "rm …"" names
         # the family, not a way, and pushed `rm` on requests near its centroid.
@@ -269,131 +251,3 @@ def _optional_lookups(
     # in its declaration.
     said = "; ".join(f"in {count} of {len(successes)} runs also {tool}" for count, tool in common)
     return f" ({said})" if said else ""
-
-
-def _features(member: Member) -> dict[str, tuple[str, str, str]]:
-    """key -> (kind, subject, text) of what the run did, by workflow step (`call_step`: a command
-    line's command, "bash \"python -m pytest …\"", not "bash")."""
-    found: dict[str, tuple[str, str, str]] = {}
-    first_at: dict[str, int] = {}
-    effect_of: dict[str, str] = {}
-    names: dict[str, str] = {}  # how the text names a step: its tool, or the command it ran
-    tools: dict[str, str] = {}
-    for position, call in enumerate(member.calls):
-        tool, step = call["tool"], call_step(call)
-        effect_of.setdefault(step, call["effect"])
-        first_at.setdefault(step, position)
-        names.setdefault(step, tool if step == tool else call["pattern"])
-        tools[step] = tool
-        if call["errored"] and step != tool:
-            # A command that failed (the tests, a build): which command, not "a bash call".
-            found[f"failed:{step}"] = ("failed-command", tool, call["pattern"])
-        elif call["errored"]:
-            found[f"failed:{tool}"] = ("failed", tool, f"had a {tool} call fail")
-        elif call["effect"] != "read":
-            found[f"call:{step}"] = ("call", tool, f"called {names[step]}")
-        else:
-            found[f"read:{step}"] = ("read", tool, f"called {names[step]}")
-    for first, at in first_at.items():
-        for second, later in first_at.items():
-            if first != second and at < later and effect_of.get(second) != "read":
-                text = f"called {names[first]} before {names[second]}"
-                kind = "before" if effect_of.get(first) == "read" else "write-before"
-                found[f"before:{first}>{second}"] = (kind, tools[second], text)
-    return found
-
-
-def _insight_advice(key: str, feature: tuple[str, str, str], for_success: bool, counts: str) -> str:
-    """The insight in the injection form."""
-    kind, subject, text = feature
-    text = text.replace(f"before {subject}", "before it")  # the condition names it already
-    if for_success:
-        did = text.replace("called", "call", 1)
-        return f"When you use {subject}: successful runs {did} ({counts})."
-    if kind == "write-before":
-        first = text.removeprefix("called ").rsplit(" before ", 1)[0]
-        return f"When you use {subject}: do not call it after {first} ({counts} did)."
-    if kind == "failed":
-        return (
-            f"When you use {subject}: check its arguments first: a {subject} call failed in "
-            f"failed runs ({counts})."
-        )
-    if kind == "failed-command":
-        # Not "check its arguments": a test run or a build that fails says the work is not done.
-        return (
-            f"When you use {subject}: in failed runs {text} failed ({counts}): do not go on "
-            "while it fails."
-        )
-    # Not "do not X unless the request asks for it": the family's requests often all ask for it
-    # (to cancel), and the failures made the change where the rules did not allow it.
-    arguments = text.removeprefix(f"called {subject}").strip()
-    called = f"called it with {arguments}" if arguments else "called it"
-    return (
-        f"When you use {subject}: failed runs of this kind {called} more often ({counts} did); "
-        f"make this change only when the request asks for it and the rules allow it: check both "
-        f"before you {subject}."
-    )
-
-
-def insights(members: list[Member]) -> list[Induced]:
-    """The family's contrasts (see the module docstring), strongest first."""
-    successes = [m for m in members if m.succeeded]
-    failures = [m for m in members if not m.succeeded]
-    if not successes or not failures or len(members) < 3:
-        return []
-    if distinct_cases(successes) < MIN_SUCCESSES:
-        return []  # what one case's successes did differently is that case, not the family's
-    in_success: Counter[str] = Counter()
-    in_failure: Counter[str] = Counter()
-    described: dict[str, tuple[str, str, str]] = {}
-    runs_of: dict[str, list[int]] = {}
-    for member in members:
-        features = _features(member)
-        described.update(features)
-        for key in features:
-            (in_success if member.succeeded else in_failure)[key] += 1
-            runs_of.setdefault(key, []).append(member.trace_id)
-    found = []
-    n_s, n_f = len(successes), len(failures)
-    for key, (kind, subject, _text) in described.items():
-        share_s, share_f = in_success[key] / n_s, in_failure[key] / n_f
-        contrast = share_s - share_f
-        if abs(contrast) < MIN_CONTRAST:
-            continue
-        speaks_for_success = contrast > 0
-        if (in_success[key] if speaks_for_success else in_failure[key]) < MIN_RUNS:
-            continue
-        if not speaks_for_success and kind in ("read", "before"):
-            continue  # never "avoid looking it up", nor "do not change it after looking up"
-        if speaks_for_success and kind in ("failed", "failed-command"):
-            continue  # successes that had a call fail and went on: a failure is no way to do it
-        if speaks_for_success and kind == "call":
-            continue  # the family's own changes, or a hand-off (an exit): the module docstring
-
-        feature = described[key]
-        if feature[0] in ("call", "read"):  # show how the runs called it
-            step = key.split(":", 1)[1]
-            feature = (feature[0], subject, f"called {_pattern_of(members, step)}")
-        advice = _insight_advice(
-            key, feature, speaks_for_success,
-            f"{in_success[key]} of {n_s} successful runs, {in_failure[key]} of {n_f} failed runs",
-        )  # fmt: skip
-        found.append(
-            (
-                abs(contrast),
-                in_success[key] + in_failure[key],
-                Induced(
-                    key=f"insight:{key}",
-                    kind="insight",
-                    polarity="success" if speaks_for_success else "failure",
-                    advice=advice,
-                    support=len(runs_of[key]),
-                    successes=in_success[key],
-                    failures=in_failure[key],
-                    trace_ids=sorted(runs_of[key]),
-                    tools=[subject],
-                ),
-            )
-        )
-    found.sort(key=lambda f: (f[0], f[1]), reverse=True)
-    return [induced for *_, induced in found[:MAX_INSIGHTS]]
