@@ -130,7 +130,7 @@ def _members(family: TaskFamily) -> tuple[list[Member], str]:
         .order_by("-id")
         .values_list("id", "polarity", "calls", "request")[:MAX_MEMBERS]
     )
-    episodes = [(row[0], row[1], row[2], _case(row[3] or "")) for row in rows]
+    episodes = [(row[0], row[1], row[2], _case(row[3] or ""), row[3] or "") for row in rows]
     shared = Counter(w for row in rows for w in content_words(row[3] or ""))
     needed = max(2, math.ceil(len(episodes) * SHARED_WORD_SHARE))
     words = " ".join(w for w, n in shared.most_common(MAX_SHARED_WORDS) if n >= needed)
@@ -140,8 +140,8 @@ def _members(family: TaskFamily) -> tuple[list[Member], str]:
         .values_list("experience_id", "trace_id")
     )
     members = [
-        Member(traces[eid], polarity == "success", calls or [], case)
-        for eid, polarity, calls, case in episodes
+        Member(traces[eid], polarity == "success", calls or [], case, request)
+        for eid, polarity, calls, case, request in episodes
         if eid in traces
     ]
     return members, words

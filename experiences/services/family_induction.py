@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from statistics import mean
 
 from traces.review.heuristic.placeholders import when_you_use
+from traces.review.request_goal import purpose, shared_purpose
 
 MIN_SUCCESSES = 2
 MAX_WORKFLOW_CALLS = 5
@@ -58,6 +59,7 @@ class Member:
     # What names its case (the ids its request named, else the request itself; families
     # ._members): runs whose cases share one are one case. Empty: a case of its own.
     case: frozenset[str] = frozenset()
+    request: str = ""  # what its run was asked (the purpose of its command lines)
 
 
 def distinct_cases(members: list[Member]) -> int:
@@ -199,8 +201,9 @@ def workflow(members: list[Member]) -> Induced | None:
             advice += f" ({handed} of them handed the case to a human agent)"
     else:
         before = ", then ".join(shown[t] for t in kept[: kept.index(anchor)]) + optional
-        after = [shown[t] for t in kept[kept.index(anchor) + 1 :]]
-        advice = when_you_use(tools[anchor], before.strip(), shown[anchor], ", then ".join(after))
+        after = ", then ".join(shown[t] for t in kept[kept.index(anchor) + 1 :])
+        asked = command_purpose(successes, anchor, changes=effects[anchor] == "write")
+        advice = when_you_use(tools[anchor], before.strip(), shown[anchor], after, purpose=asked)
     resting = sorted({t for tool in kept for t in holders[tool]})
     return Induced(
         key="workflow",
@@ -213,6 +216,17 @@ def workflow(members: list[Member]) -> Induced | None:
         trace_ids=resting,
         tools=sorted({tools[step] for step in kept}),
     )
+
+
+def command_purpose(members: list[Member], step: str, *, changes: bool) -> str:
+    """For a step that runs a command line (`bash rm`), what most of `members`' requests asked
+    it to do (`request_goal.shared_purpose`): "When you use bash: call it with "rm -rf …"" was
+    served to requests that asked no removal. "" for any other step, or when they asked each
+    their own (a coding agent's issues: its test-run workflow stays unconditioned)."""
+    if " " not in step.removesuffix(" (change)"):
+        return ""  # a tool, not a command of it (call_step, _way_step)
+    asked = [purpose(m.request, changes_state=changes) for m in members if m.request]
+    return shared_purpose(asked) if asked else ""
 
 
 def _changes_agree_in_order(writes: list[str], orders: list[list[str]]) -> bool:

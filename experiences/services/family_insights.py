@@ -28,6 +28,7 @@ from experiences.services.family_induction import (
     Induced,
     Member,
     call_step,
+    command_purpose,
     distinct_cases,
     pattern_of,
 )
@@ -69,33 +70,33 @@ def _features(member: Member) -> dict[str, tuple[str, str, str]]:
     return found
 
 
-def _insight_advice(key: str, feature: tuple[str, str, str], for_success: bool, counts: str) -> str:
-    """The insight in the injection form."""
+def _insight_advice(
+    key: str, feature: tuple[str, str, str], for_success: bool, counts: str, purpose: str = ""
+) -> str:
+    """The insight in the injection form; `purpose`: what the runs' requests asked of a command
+    step (`command_purpose`), said in its condition."""
     kind, subject, text = feature
     text = text.replace(f"before {subject}", "before it")  # the condition names it already
+    when = f"When you use {subject} to {purpose}" if purpose else f"When you use {subject}"
     if for_success:
         did = text.replace("called", "call", 1)
-        return f"When you use {subject}: successful runs {did} ({counts})."
+        return f"{when}: successful runs {did} ({counts})."
     if kind == "write-before":
         first = text.removeprefix("called ").rsplit(" before ", 1)[0]
-        return f"When you use {subject}: do not call it after {first} ({counts} did)."
+        return f"{when}: do not call it after {first} ({counts} did)."
     if kind == "failed":
         return (
-            f"When you use {subject}: check its arguments first: a {subject} call failed in "
-            f"failed runs ({counts})."
+            f"{when}: check its arguments first: a {subject} call failed in failed runs ({counts})."
         )
     if kind == "failed-command":
         # Not "check its arguments": a test run or a build that fails says the work is not done.
-        return (
-            f"When you use {subject}: in failed runs {text} failed ({counts}): do not go on "
-            "while it fails."
-        )
+        return f"{when}: in failed runs {text} failed ({counts}): do not go on while it fails."
     # Not "do not X unless the request asks for it": the family's requests often all ask for it
     # (to cancel), and the failures made the change where the rules did not allow it.
     arguments = text.removeprefix(f"called {subject}").strip()
     called = f"called it with {arguments}" if arguments else "called it"
     return (
-        f"When you use {subject}: failed runs of this kind {called} more often ({counts} did); "
+        f"{when}: failed runs of this kind {called} more often ({counts} did); "
         f"make this change only when the request asks for it and the rules allow it: check both "
         f"before you {subject}."
     )
@@ -136,13 +137,18 @@ def insights(members: list[Member]) -> list[Induced]:
         if speaks_for_success and kind == "call":
             continue  # the family's own changes, or a hand-off (an exit): the module docstring
 
+        runs = set(runs_of[key])
         feature = described[key]
         if feature[0] in ("call", "read"):  # show how the runs called it
             step = key.split(":", 1)[1]
             feature = (feature[0], subject, f"called {pattern_of(members, step)}")
+        side = [m for m in members if m.succeeded == speaks_for_success and m.trace_id in runs]
+        step = key.split(":", 1)[1].rsplit(">", 1)[-1]  # "before:a>b" is about b
+        changes = kind in ("call", "before", "write-before")
         advice = _insight_advice(
             key, feature, speaks_for_success,
             f"{in_success[key]} of {n_s} successful runs, {in_failure[key]} of {n_f} failed runs",
+            command_purpose(side, step, changes=changes),
         )  # fmt: skip
         found.append(
             (

@@ -47,6 +47,7 @@ TRACES_SURFACE = {
     "traces.review.service",
     "traces.review.types",
     "traces.review.scene",
+    "traces.review.request_goal",  # what a request asked, the condition of a family's way
     "traces.review.tool_effects",
     "traces.review.heuristic",
     "traces.review.heuristic.blame",

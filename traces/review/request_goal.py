@@ -11,9 +11,11 @@ A request that does not start with a verb (a question, "I want to …") has no g
 """
 
 import re
+from collections import Counter
 
 from traces.review.command_effects import READ_PROGRAMS, WRITE_PROGRAMS
-from traces.review.tool_effects import READ_VERBS, WRITE_VERBS
+from traces.review.scene import query_request
+from traces.review.tool_effects import READ_VERBS, WRITE_VERBS, change_verbs
 
 GOAL_WORDS = 6
 
@@ -23,8 +25,9 @@ REQUEST_VERBS = (
     | WRITE_VERBS
     | frozenset(
         "print display output determine locate identify extract sort report generate measure "
-        "sum split join convert format filter make prepend append "
-        "calculate count search list show get".split()
+        "sum split join convert format filter make prepend append calculate count search list "
+        "show get dump concatenate prune hide unhide download mount unmount wrap strip trim "
+        "encode decode encrypt decrypt execute run evaluate reverse rotate".split()
     )
 ) - frozenset("top which where open info details detail test status logs log".split())
 # Words where the request starts to say where, which or with what: the goal ends before them.
@@ -41,7 +44,7 @@ _ADVERB = re.compile(r"^[a-z]+ly$")
 _WORD = re.compile(r"^[a-z][a-z-]*$|^[a-z]{2,3}\d$")
 # A value inside the goal's words: left out, the words around it kept ("print top 3 largest
 # files" -> "print top largest files", "remove all *.txt files" -> "remove all files").
-_VALUE = re.compile(r"^['\"`]|[*?\d]")
+_VALUE = re.compile(r"^['\"`.]|[*?\d]")
 
 
 def _base(verb: str) -> str:
@@ -75,3 +78,33 @@ def request_goal(request: str) -> str:
     while len(goal) > 1 and goal[-1] in _DANGLING:
         goal.pop()
     return " ".join(goal)
+
+
+def purpose(request: str, *, changes_state: bool) -> str:
+    """What `request` asked a command line or a SQL statement to do: its goal; for a change, a
+    goal that does not start with the change the request asked for is that change's verb alone
+    ("find all *.tmp files and delete them": "delete", not "find all files")."""
+    goal = request_goal(query_request(request))
+    if not changes_state:
+        return goal
+    changes = change_verbs(request)
+    if goal and goal.split()[0] in changes:
+        return goal
+    return next(iter(changes), "")
+
+
+def shared_purpose(purposes: list[str]) -> str:
+    """The longest start that at least half of `purposes` (and two, when there are two or more)
+    share, word by word ("remove all files", "remove all directories", "remove files":
+    "remove"); "" when none is. A family's runs asked each their own: what most of them asked
+    is the condition of what they teach together."""
+    for size in range(GOAL_WORDS, 0, -1):
+        starts = Counter(" ".join(p.split()[:size]) for p in purposes if len(p.split()) >= size)
+        if starts:
+            start, count = starts.most_common(1)[0]
+            if 2 * count >= len(purposes) and (count >= 2 or len(purposes) == 1):
+                words = start.split()
+                while len(words) > 1 and words[-1] in _DANGLING:
+                    words.pop()
+                return " ".join(words)
+    return ""

@@ -225,3 +225,27 @@ def test_a_shell_run_s_family_is_the_commands_that_changed_something():
         "bash tar,update_reservation_flights"
     )
     assert run(CHANGE) == "update_reservation_flights"
+
+
+def test_a_command_workflow_says_what_most_of_its_requests_asked():
+    # "When you use bash: call it with "rm -rf …"" was served to a request to list permissions.
+    def removal(trace_id, request):
+        return Member(trace_id, True, calls('bash "rm -rf <path from the request>/<pattern>"'),
+                      frozenset({str(trace_id)}), request)  # fmt: skip
+
+    runs = [
+        removal(1, "Remove all *.txt files under /system/folder1"),
+        removal(2, "Remove all files in /workspace/tmp"),
+        removal(3, "Delete every hidden file under /workspace"),
+    ]
+    assert workflow(runs).advice == (
+        'When you use bash to remove all files: call it with "rm -rf <path from the '
+        'request>/<pattern>".'
+    )
+    # Requests that each asked their own: the way stays, as before, without a condition.
+    runs = [removal(1, "Clean up /tmp"), removal(2, "Make room on the disk")]
+    assert workflow(runs).advice.startswith('When you use bash: call it with "rm -rf')
+    # A tool that runs no command line has no purpose said: its name is its condition.
+    flights = [Member(i, True, calls(USER, CHANGE), frozenset({str(i)}), "Change my flight")
+               for i in (1, 2)]  # fmt: skip
+    assert workflow(flights).advice.startswith("When you use update_reservation_flights, first")

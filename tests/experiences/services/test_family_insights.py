@@ -97,3 +97,22 @@ def test_a_command_that_failed_in_the_failures_is_named_and_not_blamed_on_its_ar
         "2 successful runs, 2 of 2 failed runs): do not go on while it fails.",
     ]
     assert [i.tools for i in found] == [["bash"], ["bash"]]
+
+
+def test_a_command_insight_says_what_the_runs_it_speaks_for_asked():
+    def run(trace_id, passed, request, *commands):
+        made = calls(*(f'bash "{c}"' for c in commands))
+        made[-1]["errored"] = not passed
+        return Member(trace_id, passed, made, frozenset({str(trace_id)}), request)
+
+    family = [
+        run(1, True, "Count the lines of all php files in /testbed", "find <path> | xargs wc -l"),
+        run(2, True, "Count the lines of every *.c file in /src", "find <path> | xargs wc -l"),
+        run(3, False, "Count the lines of the logs in /var", "wc -l <path>/*"),
+        run(4, False, "Count the lines of all py files in /app", "wc -l <path>/*"),
+    ]
+    failed = [i.advice for i in insights(family) if i.polarity == "failure"]
+    assert failed == [
+        'When you use bash to count the lines: in failed runs bash "wc -l <path>/*" failed (0 of '
+        "2 successful runs, 2 of 2 failed runs): do not go on while it fails."
+    ]

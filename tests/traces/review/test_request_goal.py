@@ -3,7 +3,7 @@ a recipe for a tool every run calls."""
 
 import pytest
 
-from traces.review.request_goal import GOAL_WORDS, request_goal
+from traces.review.request_goal import GOAL_WORDS, purpose, request_goal, shared_purpose
 
 
 @pytest.mark.parametrize(
@@ -24,6 +24,8 @@ from traces.review.request_goal import GOAL_WORDS, request_goal
         # It does not end on "the", "of", "all".
         ("Calculate the md5 sum of the sorted list of md5 sums", "calculate the md5 sum"),
         ("Count the files residing in /testbed", "count the files"),
+        ("Concatenate all .txt files residing in /system", "concatenate all files"),
+        ("Unhide all hidden files in /workspace", "unhide all hidden files"),
         ("Show the size of all", "show the size"),
     ],
 )
@@ -45,3 +47,22 @@ def test_the_goal_is_the_first_verb_and_its_object_without_the_case_values(reque
 def test_a_request_that_does_not_start_with_a_verb_has_no_goal(request_text):
     # A question or a wish names no step to take: "When you use bash to which …" would be noise.
     assert request_goal(request_text) == ""
+
+
+def test_a_family_s_purpose_is_the_start_most_of_its_requests_share():
+    assert shared_purpose(["remove all files", "remove all directories", "remove files"]) == (
+        "remove"
+    )
+    assert shared_purpose(["count the lines", "count the lines of the logs"]) == "count the lines"
+    # One run of two is no family's purpose; requests that share nothing have none.
+    assert shared_purpose(["count the lines of the logs", "print the tree"]) == ""
+    assert shared_purpose(["list all files"]) == "list all files"
+    assert shared_purpose([]) == ""
+
+
+def test_a_change_s_purpose_starts_with_the_change_asked():
+    assert purpose("Find all *.tmp files under /testbed and delete them", changes_state=True) == (
+        "delete"
+    )
+    assert purpose("Remove all empty files in /x", changes_state=True) == "remove all empty files"
+    assert purpose("Find all *.tmp files under /testbed", changes_state=False) == "find all files"

@@ -23,9 +23,9 @@ from traces.review.heuristic.placeholders import (
     is_aside,
     when_you_use,
 )
-from traces.review.request_goal import request_goal
-from traces.review.scene import first_sentence, query_request
-from traces.review.tool_effects import ToolEffect, change_verbs
+from traces.review.request_goal import purpose
+from traces.review.scene import first_sentence
+from traces.review.tool_effects import ToolEffect
 from traces.review.types import ReviewRequest, StepView
 from traces.review.values import argument_values
 
@@ -80,21 +80,13 @@ def strategy_of(calls: list[StepView], request: ReviewRequest, sources: Sources)
 
 
 def _purpose(anchor: StepView, effect: ToolEffect, request: ReviewRequest) -> str:
-    """What the request asked the anchor to do, when it is a command line or a SQL statement:
-    "When you use bash:" is every shell run's condition, and another task's `tree` recipe read
-    as advice for "print the source of the file system" (hand-judged, InterCode Bash). The
-    request's goal (`request_goal`: "count md5sum of all files"); for a change, a goal that
-    does not start with the change the request asked for is that change's verb alone ("find
-    all files … and delete them": "remove", not "find all files")."""
+    """What the request asked the anchor to do (`request_goal.purpose`), when it is a command
+    line or a SQL statement: "When you use bash:" is every shell run's condition, and another
+    task's `tree` recipe read as advice for "print the source of the file system" (hand-judged,
+    InterCode Bash)."""
     if executed(anchor.tool, anchor.arguments) is None:
         return ""
-    goal = request_goal(query_request(request.trace.task))
-    if not effect.changes_state:
-        return goal
-    changes = change_verbs(request.trace.task)
-    if goal and goal.split()[0] in changes:
-        return goal
-    return next(iter(changes), "")
+    return purpose(request.trace.task, changes_state=effect.changes_state)
 
 
 def condition(step: StepView, request: ReviewRequest) -> str:
