@@ -8,7 +8,9 @@ or underscored names; never a bare number or price; a code in capitals, "HXDUBJ"
 item's run called a tool with it) and asks a like thing (similarity at least
 HINDSIGHT_RECALL_SAME_CASE_NAMED_SIMILARITY: the same user asking about baggage after a
 cancellation is a new case), or asks nearly the same thing (similarity at least
-HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY) naming no ids but the query's. Then the exact
+HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY) naming no ids but the query's and lacking no value
+the query names (`request_values`: a file name, a number, a file pattern; "remove all *.txt
+files except keep.txt" is not "remove all *.txt files"). Then the exact
 replay of that run, identifiers included, is served in place of the general advice; any other
 item gives only the strategy. A failed run of the same case served beside the case's successful
 run is led by what that run did otherwise (`contrasted`): the changes it also made, the changes
@@ -32,7 +34,7 @@ from django.db import connections, router
 
 from experiences.models import Experience
 from experiences.services.family_induction import HAND_OFF
-from traces.review.values import case_identifiers
+from traces.review.values import case_identifiers, key_values
 
 SOURCES_SHOWN = 5  # source runs named per item
 
@@ -83,6 +85,18 @@ def _case_ids(request: str, replay: str) -> set[str]:
     return case_identifiers(request) | {c for c in _codes(request) if c.upper() in replay}
 
 
+# A number or a file pattern a request names ("5 minutes", "*.txt"), beside its key_values.
+_NUMBER_OR_PATTERN = re.compile(
+    r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])|[\w.-]*\*[\w.*?-]*|[\w.-]+\?[\w.*?-]+"
+)
+
+
+def request_values(text: str) -> set[str]:
+    """The values a request names: ids, names, paths, file names ("keep.txt"), numbers, file
+    patterns."""
+    return key_values(text) | {v.lower() for v in _NUMBER_OR_PATTERN.findall(text)}
+
+
 def same_case_of(items, query_task: str, known: dict[int, Case] | None = None) -> dict[int, Case]:
     """Each item's Case (one query for the k returned items' request and replay; the `known`
     ones are not read again)."""
@@ -105,6 +119,7 @@ def same_case_of(items, query_task: str, known: dict[int, Case] | None = None) -
         )
         rows = {row[0]: row[1:] for row in cursor.fetchall()}
     asked = case_identifiers(query_task) | _codes(query_task)
+    values = request_values(query_task)
     cases = {}
     for item in items:
         if item.experience.id in known:
@@ -117,7 +132,12 @@ def same_case_of(items, query_task: str, known: dict[int, Case] | None = None) -
         same = (
             bool(replay)
             and item.experience.kind == "episode"
-            and is_same_case(asked, _case_ids(request or summary, replay), similarity)
+            and is_same_case(
+                asked,
+                _case_ids(request or summary, replay),
+                similarity,
+                new_values=bool(values - request_values(request or summary)),
+            )
         )
         cases[item.experience.id] = Case(
             same_instance=same,
@@ -175,13 +195,17 @@ def contrasted(items, cases: dict[int, Case]) -> dict[int, Case]:
     return told
 
 
-def is_same_case(asked: set[str], theirs: set[str], similarity: float) -> bool:
+def is_same_case(
+    asked: set[str], theirs: set[str], similarity: float, *, new_values: bool = False
+) -> bool:
     """Whether a run whose request named `theirs` is the case of a query naming `asked` (the
-    module docstring): a shared id and a like request, or a nearly equal request; never when both
-    name ids and share none (two users asking alike, "cancel my flight", are two cases)."""
+    module docstring): a shared id and a like request, or a nearly equal request that names no
+    value the query adds (`new_values`: "except "keep.txt"", "7 days" for "5 minutes": the
+    replay would act on the old values); never when both name ids and share none (two users
+    asking alike, "cancel my flight", are two cases)."""
     if asked & theirs:
         return similarity >= settings.HINDSIGHT_RECALL_SAME_CASE_NAMED_SIMILARITY
-    if asked and theirs:
+    if asked and theirs or new_values:
         return False
     return similarity >= settings.HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY
 

@@ -12,6 +12,7 @@ from experiences.services.recall_cases import (
     _handed_off,
     contrasted,
     is_same_case,
+    request_values,
     without_longer_ways,
 )
 from tests.support.recall_items import recall_item as item
@@ -37,6 +38,21 @@ def test_the_same_case_names_the_query_s_ids_or_asks_nearly_the_same_naming_no_o
     assert is_same_case(set(), other, 0.95)  # the query names no id: nearly the same request
     assert is_same_case(user, set(), 0.95)
     assert not is_same_case(set(), set(), 0.9)
+
+
+def test_a_nearly_equal_request_that_lacks_a_value_the_query_names_is_another_case(settings):
+    # Served as "the same case", the replay of "remove all *.txt files … 5 minutes ago" would
+    # have deleted keep.txt too.
+    settings.HINDSIGHT_RECALL_SAME_INSTANCE_SIMILARITY = 0.92
+    query = 'Remove all *.txt files, except "keep.txt", under /system/folder1 older than 5 min'
+    earlier = "Remove all *.txt files under the /system/folder1 directory older than 5 minutes"
+    assert request_values(query) - request_values(earlier) == {"keep.txt"}
+    assert not is_same_case(set(), set(), 0.954, new_values=True)
+    assert is_same_case(set(), set(), 0.954, new_values=False)
+    # Values, not words: a number, a file pattern; a question mark ends a question.
+    assert request_values("Find foo?? files modified 7 days ago. Why?") == {"foo??", "7"}
+    # A shared id decides alone: the same user may ask with other values.
+    assert is_same_case({"mia_li_3668"}, {"mia_li_3668"}, 0.6, new_values=True)
 
 
 def test_a_failed_run_is_contrasted_only_with_changes_recorded_and_agreed_on():
