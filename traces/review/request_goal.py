@@ -83,14 +83,15 @@ def request_goal(request: str) -> str:
 def purpose(request: str, *, changes_state: bool) -> str:
     """What `request` asked a command line or a SQL statement to do: its goal; for a change, a
     goal that does not start with the change the request asked for is that change's verb alone
-    ("find all *.tmp files and delete them": "delete", not "find all files")."""
+    ("find all *.tmp files and delete them": "delete", not "find all files"); a request that
+    names no change of the lists is read by its goal ("prune all the files")."""
     goal = request_goal(query_request(request))
     if not changes_state:
         return goal
     changes = change_verbs(request)
-    if goal and goal.split()[0] in changes:
-        return goal
-    return next(iter(changes), "")
+    if not changes or (goal and goal.split()[0] in changes):
+        return goal  # "prune all the files": no verb of the lists, the goal says it
+    return changes[0]
 
 
 def shared_purpose(purposes: list[str]) -> str:

@@ -66,3 +66,6 @@ def test_a_change_s_purpose_starts_with_the_change_asked():
     )
     assert purpose("Remove all empty files in /x", changes_state=True) == "remove all empty files"
     assert purpose("Find all *.tmp files under /testbed", changes_state=False) == "find all files"
+    assert purpose("prune all the files in /workspace", changes_state=True) == (
+        "prune all the files"
+    )
