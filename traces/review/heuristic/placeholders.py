@@ -165,7 +165,8 @@ def argument_pattern(
         # A long one is cut, not hidden: its programs and options are the strategy.
         # Only its head is shown: a one-line script of kilobytes is not named piece by piece.
         head = leaves[0][: COMMAND_CHARS * 8]
-        return f'"{cut_command(_pieces_named(head, sources, before), COMMAND_CHARS)}"'
+        shown = _pieces_named(head, sources, before, command=True)
+        return f'"{cut_command(shown, COMMAND_CHARS)}"'
     origin = sources.origin(leaves[0], before)
     if origin == CONSTANT:
         return f'"{leaves[0]}"'
@@ -215,7 +216,7 @@ _PROGRAM_BEFORE = re.compile(
 _SINGLE_QUOTED = re.compile(r"'[^']*'")
 
 
-def _pieces_named(value: str, sources: Sources, before: int) -> str:
+def _pieces_named(value: str, sources: Sources, before: int, *, command: bool = False) -> str:
     """A short literal (a command, an expression) with its pieces that are values named by
     where they came from: `cat utils/date.py`, the path from the request, reads `cat <path from
     the request>`; a path or an id from nowhere the run shows, `<path of the case>`. The command
@@ -223,7 +224,7 @@ def _pieces_named(value: str, sources: Sources, before: int) -> str:
     (`md5sum`, never "<value of the case>"), its options (`-n1`) and, in a quoted script or
     pattern (`sed 's/[^0-9]//g'`, `awk '{print $1}'`), whatever is not a value the run shows. A
     value of one piece (a path alone) is left as it was: what it names may be where every case
-    looks."""
+    looks. `command`: an option's number the request holds is the request's (`_number_named`)."""
     if len(value.split()) < 2:
         return value
     quoted = [m.span() for m in _SINGLE_QUOTED.finditer(value)]
@@ -232,6 +233,10 @@ def _pieces_named(value: str, sources: Sources, before: int) -> str:
         piece = match.group(0)
         if piece.startswith("-") or _PROGRAM_BEFORE.search(value[: match.start()]):
             return piece
+        if command and re.fullmatch(r"\d+[a-zA-Z]", piece):  # "2k" of "-size +2k"
+            shown = _NUMBER.sub(lambda m: _number_named(m, sources, []), f" {piece}")[1:]
+            if shown != piece:
+                return shown
         origin = sources.origin(piece, before)
         if origin == CONSTANT:
             return piece
@@ -247,7 +252,27 @@ def _pieces_named(value: str, sources: Sources, before: int) -> str:
 
     value = _PIECE.sub(named, value)
     value = _GLOB.sub(lambda m: _glob_named(m.group(0), sources), value)
+    if command:  # an option's number; a WebShop option ("3 pack") is no command's
+        quoted_now = list(_SINGLE_QUOTED.finditer(value))
+        value = _NUMBER.sub(lambda m: _number_named(m, sources, quoted_now), value)
     return _QUOTED_REQUEST.sub(lambda m: _quoted_named(m, sources), value)
+
+
+# An option's number, signed or with a unit ("-mtime +7", "-size +2k", "head -n 3").
+_NUMBER = re.compile(r"(?<=\s)([+-]?)(\d+)([a-zA-Z]?)(?=$|[\s;|)])")
+
+
+def _number_named(match: re.Match[str], sources: Sources, quoted: list[re.Match[str]]) -> str:
+    """A number the request holds ("more than 7 days", "top 3") is the request's, `-mtime
+    +<value from the request>`: served as it was, another case's filter was copied ("find …
+    -mtime +7" for "modified in the last 60 days"). 0 and 1 stay: they are the syntax of many
+    commands (`-maxdepth 1`, `head -n 1`), and so does a number inside a quoted script."""
+    sign, number, unit = match.groups()
+    if number in ("0", "1") or any(q.start() < match.start() < q.end() for q in quoted):
+        return match.group(0)
+    if not re.search(rf"(?<![\w.]){number}(?![\d.])", sources.request):
+        return match.group(0)
+    return f"{sign}<value from the request>{unit}"
 
 
 # A quoted literal of a command or a statement (WHERE code = 'APG', grep 'world').

@@ -174,3 +174,22 @@ def test_a_command_recipe_and_a_command_lesson_name_the_goal_they_served():
     steps = [bash(1, 'find /testbed -name "*.tmp" -delete')]
     outcome = HeuristicReviewer().review(request_for(tv(task=task, outcome="success"), steps))
     assert outcome.template.experience.startswith("When you use bash to delete: call it")
+
+
+def test_a_number_the_request_holds_is_the_request_s():
+    # "find testbed -type f -mtime +7 -exec gzip" was served, literal, to a request for files
+    # "modified in the last 60 days" and judged misleading: another case's filter.
+    task = "Compress regular files in /testbed modified more than 7 days ago, the 3 largest"
+    assert pattern("find /testbed -mtime +7 -exec gzip {} +", task) == (
+        'bash "find <path from the request> -mtime +<value from the request> -exec gzip {} +"'
+    )
+    assert pattern("du -a /testbed | sort -nr | head -n 3", task).endswith(
+        'head -n <value from the request>"'
+    )
+    assert pattern("find /testbed -size +7k", task) == (
+        'bash "find <path from the request> -size +<value from the request>k"'
+    )
+    # 0 and 1 are syntax; a number the request does not hold, or one in a script, stays.
+    assert pattern("find /testbed -maxdepth 1 -mtime +30 | awk '{print $3}'", task) == (
+        "bash \"find <path from the request> -maxdepth 1 -mtime +30 | awk '{print $3}'\""
+    )
