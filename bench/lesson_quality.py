@@ -6,9 +6,9 @@ Per dataset (the figures of issue 23), each read in what the agent is shown (ben
 
 * `forbids_read_only` — of the "do not …" instructions in the distinct served texts, those whose
   forbidden call is a read-only call (the dataset's gold: τ-bench's tools that change nothing,
-  bench/datasets/tau.write_tools; HotpotQA's
-  Search / Lookup, WebShop's search and every click but "Buy Now", a shell command that runs no
-  program of bench/datasets/intercode.WRITING and redirects to no file) that did not fail (the
+  bench/datasets/tau.write_tools; HotpotQA's Search / Lookup, WebShop's search and every click
+  but "Buy Now", a shell command that runs no program of bench/datasets/intercode.WRITING and
+  redirects to no file, a SQL statement that reads, intercode_sql.reads) that did not fail (the
   instruction does not say it returned an error or nothing, nor a program's diagnostic:
   `it returned "find: missing argument to -exec"`);
 * `junk_consequences` — distinct served texts whose consequence is a list of JSON keys (`a
@@ -17,13 +17,16 @@ Per dataset (the figures of issue 23), each read in what the agent is shown (ben
   not contain (outside named placeholders and quoted consequences such as `it returned "…"`): an
   identifier (a token with a digit or an underscore) or a quoted value that is not
   constant across the dataset's runs (a value in ≥ 10 % of the history's calls, like "Buy Now",
-  is constant; in a shell command, a file name, glob or path). Items marked `same_instance` (an
-  exact replay for the same case) are excepted and counted apart;
+  is constant; in a shell command, a file name, glob or path; in a SQL statement, a value the
+  request does not hold or a name the probe's database does not have, intercode_sql
+  .other_literals). Items marked `same_instance` (an exact replay for the same case) are
+  excepted and counted apart;
 * `state_changing_unneeded` — probes for which one of the first three items tells the agent to
   make a state-changing call (the gold's writes, named outside a "do not" clause, the "When you
   use X:" condition an item opens with and a "… before you X" warning) that the probe's gold
   does not need (τ-bench: its gold actions; HotpotQA: Finish is always needed; InterCode Bash:
-  the writing programs of its gold command, a program such as `rm` named in the advice);
+  the writing programs of its gold command, a program such as `rm` named in the advice; InterCode
+  SQL: none, Spider's gold only reads, so a writing statement quoted in the advice);
   `state_changing_unneeded_hand_offs_aside`, the same without the hand-off to a person (τ-bench
   counts it as a write; a replay of a success that changed nothing and "handed the case to a
   person" tells of it, its tool named or not): a labelled line, not the headline;
@@ -41,7 +44,7 @@ from collections import Counter
 from statistics import median
 from typing import Any
 
-from bench.datasets import Run, intercode
+from bench.datasets import Run, intercode, intercode_sql
 from bench.datasets.tau import HAND_OFF
 from bench.judged import served_text
 
@@ -86,6 +89,8 @@ def writes_of(dataset: str, runs: list[Run]) -> set[str]:
         return {"Finish"}
     if dataset == "bash":  # the programs that change the file system, named in a command
         return set(intercode.WRITING)
+    if dataset == "sql":  # the statements that change the database (INSERT, UPDATE, ALTER …)
+        return set(intercode_sql.WRITING)
     return set()  # WebShop: "Buy Now" is a click, judged by its argument
 
 
@@ -94,6 +99,8 @@ def is_read_only(dataset: str, tool: str, argument: str, writes: set[str]) -> bo
         return tool == "search" or (tool == "click" and "buy now" not in argument.lower())
     if dataset == "bash":
         return not intercode.writes(argument)
+    if dataset == "sql":  # a statement that reads (prose sent as SQL is no call)
+        return intercode_sql.reads(argument)
     return tool not in writes
 
 
@@ -102,7 +109,7 @@ def _gold_needs(dataset: str, run: Run) -> set[str]:
         return {a["name"] for a in run.meta.get("gold_actions", [])} & set(run.meta["writes"])
     if dataset == "hotpotqa":
         return {"Finish"}
-    if dataset == "bash":
+    if dataset in ("bash", "sql"):  # SQL: none, Spider's gold only reads
         return set(run.meta["writes"])
     return set()
 
@@ -212,12 +219,13 @@ def lesson_figures(
             if item.get("same_instance"):
                 replay_items += 1
                 continue
-            shell = dataset == "bash"
-            if _instructs_other_literal(item["advice"], task, tools, constants, shell=shell):
+            schema = set(probe.meta["schema"]) if dataset == "sql" else None
+            shell = dataset in ("bash", "sql")
+            if _instructs_other_literal(item["advice"], task, tools, constants, shell, schema):
                 literal_items += 1
         first = answer["items"][:3]
         needs = _gold_needs(dataset, probe)
-        shell = dataset == "bash"
+        shell = "sql" if dataset == "sql" else dataset == "bash"
         asked = probe.task
         if any(_recommends(served_text(i), writes - needs, shell=shell, task=asked) for i in first):
             unneeded += 1
@@ -258,13 +266,13 @@ _REPORTED = re.compile(r'\b(returned|said|replied|says|was) "[^"]*"')
 # In a shell command, the words that are one case's values: a file name or glob with an extension
 # ("*.php", "notes.txt"), a path; the programs, options and syntax are the same next time.
 _SHELL_VALUE = re.compile(r"^[\w*?\[\]-]*\.[A-Za-z]\w*$")
-_COMMAND_START = re.compile(r'\b(?:bash|with) "')
+_COMMAND_START = re.compile(r'\b(?:bash|execute_sql|with) "')
 _COMMAND_END = re.compile(r'"(?=[;:.,]?(?:\s|$))')
 
 
 def _quoted_commands(text: str) -> list[str]:
-    """The commands quoted after `bash` or `call it with`, each to the quote that closes it
-    (the quotes inside balanced: `find -name "*.o" -exec rm {} ;` is one command)."""
+    """The commands quoted after `bash`, `execute_sql` or `call it with`, each to the quote that
+    closes it (the quotes inside balanced: `find -name "*.o" -exec rm {} ;` is one command)."""
     found = []
     for start in _COMMAND_START.finditer(text):
         for end in _COMMAND_END.finditer(text, start.end()):
@@ -282,10 +290,12 @@ def _without_quoted_commands(text: str) -> str:
 
 
 def _instructs_other_literal(
-    advice: str, task: str, tools: set[str], constants: set[str], *, shell: bool = False
+    advice: str, task: str, tools: set[str], constants: set[str], shell=False, schema=None
 ) -> bool:
     """`shell`: the tool runs command lines (InterCode Bash), whose quoted commands are judged
-    by their words (_SHELL_VALUE) rather than whole: "-type f | wc -l" is no case's value."""
+    by their words (_SHELL_VALUE) rather than whole: "-type f | wc -l" is no case's value.
+    `schema` (InterCode SQL, with `shell`; a set): the names of the probe's database, its quoted
+    statements judged by intercode_sql.other_literals."""
     # Named placeholders (<user_id from …>) and reported words are no instruction of a literal.
     advice = _REPORTED.sub(" ", _PLACEHOLDER.sub(" ", advice))
     commands = _quoted_commands(advice) if shell else []
@@ -295,6 +305,8 @@ def _instructs_other_literal(
         if token in tools or token.lower() in task:
             continue
         return True
+    if schema is not None:  # SQL statements: their values and names (intercode_sql)
+        return any(intercode_sql.other_literals(c, task, schema) for c in commands)
     for command in commands:
         programs = set(intercode.programs(command))
         for word in command.replace('"', " ").replace("'", " ").split():
@@ -328,11 +340,12 @@ _RECIPE = re.compile(r"^when you use ([\w.-]+)(?:, first |: call it )", re.I)
 _PURPOSE = re.compile(r"^when you use [\w.-]+ to (\w+)[^:,]*[:,]", re.I)
 
 
-def _recommends(advice: str, unneeded: set[str], *, shell: bool = False, task: str = "") -> bool:
+def _recommends(advice: str, unneeded: set[str], *, shell: bool | str = False, task="") -> bool:
     """The advice tells the agent to call one of `unneeded`: the tool a recipe is for, or one
     named outside a "do not" clause, a "… before you X" warning and the "When you use X:"
     condition a lesson starts with. `shell`: `unneeded` are programs, and a quoted command
-    recommends those it runs to change files (intercode.writes: `gunzip -c` only prints). A
+    recommends those it runs to change files (intercode.writes: `gunzip -c` only prints;
+    `shell="sql"`: a quoted statement's writing verbs, intercode_sql.writes). A
     recipe for a purpose (`When you use bash to remove:`) that `task` does not name (no word of
     it starts with the verb) is pushed on nobody."""
     if not unneeded:
@@ -349,7 +362,8 @@ def _recommends(advice: str, unneeded: set[str], *, shell: bool = False, task: s
     kept = _CHECK_CHANGES.sub(" ", advice)
     kept = _CHECK_BEFORE.sub(" ", _CONDITION.sub(" ", _DO_NOT.sub(" ", kept)))
     if shell:
-        return any(intercode.writes(c) & unneeded for c in _quoted_commands(kept))
+        judge = intercode_sql if shell == "sql" else intercode
+        return any(judge.writes(c) & unneeded for c in _quoted_commands(kept))
     words = set(re.findall(r"[\w.-]+", kept))
     return bool(words & unneeded)
 
@@ -361,7 +375,8 @@ def right_tools_first(
     gold actions' tools (all of them; a task needing none counts when the item recommends no
     write, as the unneeded-writes figure reads it: a lesson warning of a change is right there);
     HotpotQA, Search and Finish; WebShop, search and click; InterCode Bash, the gold command's
-    operative program (bench/datasets/intercode.operative_program)."""
+    operative program (bench/datasets/intercode.operative_program); InterCode SQL, a statement
+    quoted outside "do not" of the gold's shape (intercode_sql.shape: its main clauses)."""
     writes = writes_of(dataset, history + probes)
     good = 0
     for probe, answer in zip(probes, answers, strict=True):
@@ -376,6 +391,9 @@ def right_tools_first(
             good += {"Search", "Finish"} <= named
         elif dataset == "bash":
             good += probe.meta["program"] in named
+        elif dataset == "sql":
+            shapes = {intercode_sql.shape(c) for c in _quoted_commands(_DO_NOT.sub(" ", advice))}
+            good += probe.meta["shape"] in shapes
         else:
             good += {"search", "click"} <= named
     return round(good / len(probes), 3) if probes else 0.0

@@ -1,6 +1,7 @@
 """What the memory learns from real agent runs, against plain search over the raw tasks.
 
-    .venv/bin/python bench/quality.py [--dataset hotpotqa|webshop|both|tau|all|bash] [--tau FILE]
+    .venv/bin/python bench/quality.py [--dataset hotpotqa|webshop|both|tau|all|bash|sql]
+                                      [--tau FILE]
                                       [--intercode DIR]
                                       [--slice [DATASET=]N] [--keep DIR] [--misses]
                                       [--without-declarations] [--answers DIR]
@@ -18,6 +19,9 @@ Splits and relevance (fixed before any tuning):
 * InterCode Bash (`--intercode`, a checkout of princeton-nlp/intercode; bench/datasets/
   intercode.py) — gpt-4's runs of the 200 NL2Bash tasks are the probes, three other models' runs
   of the same tasks the history; relevant = the same task.
+* InterCode SQL (the same `--intercode` checkout; bench/datasets/intercode_sql.py) — every sixth
+  of Spider's 1,034 dev questions by default (173 tasks: a bench run under ten minutes), gpt-4's
+  runs the probes, six other models' runs of the same tasks the history; relevant = the same task.
 * WebShop — episodes whose number is 4 mod 5 are the probes, the rest the history; relevant =
   the same product kind (bench/datasets/webshop_kinds.json: the first kind whose words the
   instruction contains); probes of no kind, or of a kind absent from the history, are not used.
@@ -33,7 +37,8 @@ Tasks never seen (a family split, in a second project of the same site): HotpotQ
 hold out every fifth question / task whole (all its trials), the history is the rest; relevant
 = the same family by the dataset's gold (HotpotQA: the gold answer's kind, yes/no, a number or
 date, or a name; τ-bench: the set of state-changing gold actions; InterCode Bash, every fifth
-task held out likewise: the gold command's operative program, `rm`, `md5sum`, `find`; WebShop's
+task held out likewise: the gold command's operative program, `rm`, `md5sum`, `find`; InterCode
+SQL, every fifth task held out likewise: the same database, bench/splits.unseen_split; WebShop's
 own probes are
 already unseen tasks, relevant by product kind). A project item is relevant when most of its
 source runs are. The first item's tools are judged against the gold too
@@ -130,7 +135,7 @@ def recall_hits(
     groups = {r.external_id: key(r) for r in data.history}
     tasks = {r.external_id: r.task for r in data.history}
     outcomes = {r.external_id: r.body["outcome"] for r in data.history}
-    repeated = data.dataset in ("hotpotqa", "tau", "bash")  # the same task asked again
+    repeated = data.dataset in ("hotpotqa", "tau", "bash", "sql")  # the same task asked again
     trace_external = db.trace_ids(project)
     sources: dict[int, list[str]] = defaultdict(list)
     for experience_id, trace_id in db.rows(
@@ -291,8 +296,8 @@ def _before_first_write(api: Api, db: Db, data: Split, project: int, dataset: st
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", choices=["hotpotqa", "webshop", "both", "tau", "all", "bash"],
-                        default="both")  # fmt: skip
+    choices = ["hotpotqa", "webshop", "both", "tau", "all", "bash", "sql"]
+    parser.add_argument("--dataset", choices=choices, default="both")
     parser.add_argument(
         "--tau", type=Path, default=None,
         help="a τ-bench historical_trajectories/*.json file (for --dataset tau / all), inside a "
@@ -300,8 +305,8 @@ def main(argv: list[str] | None = None) -> dict:
     )  # fmt: skip
     parser.add_argument(
         "--intercode", type=Path, default=None,
-        help="a checkout of princeton-nlp/intercode (for --dataset bash): its data/results/bash "
-        "runs and data/nl2bash gold",
+        help="a checkout of princeton-nlp/intercode (for --dataset bash / sql): its data/results/"
+        "bash runs and data/nl2bash gold, its data/results/sql runs and data/sql/spider gold",
     )  # fmt: skip
     parser.add_argument(
         "--without-declarations", action="store_true",
@@ -310,8 +315,9 @@ def main(argv: list[str] | None = None) -> dict:
     )  # fmt: skip
     parser.add_argument(
         "--slice", type=slice_arg, action="append", default=[], metavar="[DATASET=]N",
-        help="HotpotQA: first N questions; WebShop: first N episodes; τ-bench: first N tasks "
-        "(DATASET=N for one dataset only; repeat for several)",
+        help="HotpotQA: first N questions; WebShop: first N episodes; τ-bench, InterCode Bash: "
+        "first N tasks; InterCode SQL: first N of its every sixth task (DATASET=N for one dataset "
+        "only; repeat for several)",
     )  # fmt: skip
     parser.add_argument("--keep", type=Path, default=None, help="data dir to keep (default: temp)")
     parser.add_argument(
@@ -333,8 +339,10 @@ def main(argv: list[str] | None = None) -> dict:
         if not args.tau or not args.tau.is_file():
             parser.error(f"--dataset {args.dataset} needs --tau FILE (sierra-research/tau-bench's "
                          "historical_trajectories/gpt-4o-airline.json, say)")  # fmt: skip
-    if args.dataset == "bash" and not (args.intercode and (args.intercode / "data").is_dir()):
-        parser.error("--dataset bash needs --intercode DIR (a checkout of princeton-nlp/intercode)")
+    has_intercode = args.intercode and (args.intercode / "data").is_dir()
+    if args.dataset in ("bash", "sql") and not has_intercode:
+        parser.error(f"--dataset {args.dataset} needs --intercode DIR (a checkout of "
+                     "princeton-nlp/intercode)")  # fmt: skip
     slices = dict(args.slice)  # dataset (None: every one) -> how many groups
     datasets = {"both": ["hotpotqa", "webshop"], "all": ["hotpotqa", "webshop", "tau"]}.get(
         args.dataset, [args.dataset]

@@ -8,12 +8,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.datasets import Run, hotpotqa, intercode, tau, webshop
+from bench.datasets import Run, hotpotqa, intercode, intercode_sql, tau, webshop
 
 TOOLS = {"hotpotqa": ["Search", "Lookup", "Finish"], "webshop": ["search", "click"],
-         "bash": intercode.TOOLS}  # fmt: skip
-ENVIRONMENT = {"hotpotqa": ["wikipedia"], "webshop": ["webshop"], "bash": intercode.ENVIRONMENT}
-DATASETS = ("hotpotqa", "webshop", "tau", "bash")
+         "bash": intercode.TOOLS, "sql": intercode_sql.TOOLS}  # fmt: skip
+ENVIRONMENT = {"hotpotqa": ["wikipedia"], "webshop": ["webshop"], "bash": intercode.ENVIRONMENT,
+               "sql": intercode_sql.ENVIRONMENT}  # fmt: skip
+DATASETS = ("hotpotqa", "webshop", "tau", "bash", "sql")
 
 
 @dataclass
@@ -39,13 +40,19 @@ def family(run: Run) -> str:
         return "number" if re.search(r"\d", answer) else "name"
     if run.dataset == "bash":  # what the gold command does (bench/datasets/intercode.py)
         return run.meta["program"]
+    if run.dataset == "sql":  # the database the question is asked of (its tables, its names)
+        return run.meta["db"]
     return run.group
 
 
 def unseen_split(data: Split) -> Split | None:
     """Every fifth group held out whole: its runs are the probes (one per group and trial 0 for
     HotpotQA, every trial for τ-bench), the other groups' runs the history. WebShop: None (its
-    probes are unseen tasks already)."""
+    probes are unseen tasks already). InterCode SQL's family is the database (`family`): a new
+    question on a database the history queried, whose tables and columns (and the errors of
+    guessing them) are what the memory can tell an SQL agent; a database held out whole would
+    leave it only other schemas' statements, and a gold shape (`JOIN` + `GROUP BY`) is what any
+    model already writes."""
     if data.dataset == "webshop":
         return None
     runs = data.history + data.probes
@@ -67,9 +74,10 @@ def split(
     declared_tools: bool = True,
     intercode_dir: Path | None = None,
 ) -> Split:
-    if dataset == "bash":  # the first model's runs are the probes, the other models' the history
+    if dataset in ("bash", "sql"):  # the first model's runs are the probes, the others' the history
         assert intercode_dir is not None
-        runs = intercode.load(intercode_dir)
+        # SQL: every intercode_sql.EVERY-th task by default (the module says why), then the slice.
+        runs = (intercode if dataset == "bash" else intercode_sql).load(intercode_dir)
         if slice_:
             keep = list(dict.fromkeys(r.group for r in runs))[:slice_]
             runs = [r for r in runs if r.group in keep]
