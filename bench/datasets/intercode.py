@@ -92,7 +92,10 @@ def operative_program(command: str) -> str:
     return next((p for p in ran if p not in _FEEDERS), ran[0] if ran else "")
 
 
-def _episode(model: str, fs: int, episode: dict, gold: str) -> Run:
+def episode_steps(episode: dict, tool: str, key: str, refused: str = "") -> list[dict]:
+    """An InterCode episode's request, then one `tool` call per action the harness ran (its text
+    under `key`), the observation cut at OBSERVATION_CHARS with NUL written `\\0`; `is_error`
+    when the harness marked the action invalid or the observation starts with `refused`."""
     history = episode["turn_history"]
     steps: list[dict] = [{"index": 0, "kind": "user_input", "content": episode["query"]}]
     valid = history.get("valid_action") or [True] * len(history["actions"])
@@ -102,10 +105,15 @@ def _episode(model: str, fs: int, episode: dict, gold: str) -> Run:
         text = observation if isinstance(observation, str) else json.dumps(observation)
         text = text.replace("\x00", "\\0")
         steps.append({
-            "index": len(steps), "kind": "tool_call", "tool": "bash",
-            "arguments": {"command": action}, "observation": text[:OBSERVATION_CHARS],
-            "is_error": not ok,
+            "index": len(steps), "kind": "tool_call", "tool": tool,
+            "arguments": {key: action}, "observation": text[:OBSERVATION_CHARS],
+            "is_error": not ok or bool(refused and text.startswith(refused)),
         })  # fmt: skip
+    return steps
+
+
+def _episode(model: str, fs: int, episode: dict, gold: str) -> Run:
+    steps = episode_steps(episode, "bash", "command")
     reward = float(episode["summary"]["max_reward"])
     task = f"fs{fs}-{episode['task_id']}"
     body = {

@@ -37,7 +37,7 @@ import re
 from pathlib import Path
 
 from bench.datasets import Run
-from bench.datasets.intercode import OBSERVATION_CHARS
+from bench.datasets.intercode import episode_steps
 
 # MODELS[0] answers the probes; the rest are the history (their runs of the same tasks).
 MODELS = ["gpt-4", "gpt-3.5", "text-davinci-003", "chat-bison-001", "text-bison-001",
@@ -141,19 +141,7 @@ def other_literals(statement: str, task: str, schema: set[str]) -> list[str]:
 
 
 def _episode(model: str, task_id: int, episode: dict, gold: dict) -> Run:
-    history = episode["turn_history"]
-    steps: list[dict] = [{"index": 0, "kind": "user_input", "content": episode["query"]}]
-    valid = history.get("valid_action") or [True] * len(history["actions"])
-    # An action past the last observation was never run (a reply the harness blocked): left out.
-    ran = zip(history["actions"], history["observations"], valid, strict=False)
-    for action, observation, ok in ran:
-        text = observation if isinstance(observation, str) else json.dumps(observation)
-        text = text.replace("\x00", "\\0")
-        steps.append({
-            "index": len(steps), "kind": "tool_call", "tool": "execute_sql",
-            "arguments": {"sql": action}, "observation": text[:OBSERVATION_CHARS],
-            "is_error": not ok or text.startswith("Error executing query"),
-        })  # fmt: skip
+    steps = episode_steps(episode, "execute_sql", "sql", refused="Error executing query")
     reward = float(episode["summary"]["max_reward"])
     task = str(task_id)
     body = {

@@ -55,6 +55,13 @@ def _base(verb: str) -> str:
     return ""
 
 
+def _ended(words: list[str]) -> str:
+    """The words without the ones a goal does not end on (_DANGLING), as one phrase."""
+    while len(words) > 1 and words[-1] in _DANGLING:
+        words = words[:-1]
+    return " ".join(words)
+
+
 def request_goal(request: str) -> str:
     """The goal phrase of `request` (lower case, GOAL_WORDS words at most), or ""."""
     words = request.split()
@@ -75,9 +82,7 @@ def request_goal(request: str) -> str:
             break  # a path, or what is no word: where the request starts to name its values
         if ends_clause:
             break
-    while len(goal) > 1 and goal[-1] in _DANGLING:
-        goal.pop()
-    return " ".join(goal)
+    return _ended(goal)
 
 
 def purpose(request: str, *, changes_state: bool) -> str:
@@ -104,8 +109,5 @@ def shared_purpose(purposes: list[str]) -> str:
         if starts:
             start, count = starts.most_common(1)[0]
             if 2 * count >= len(purposes) and (count >= 2 or len(purposes) == 1):
-                words = start.split()
-                while len(words) > 1 and words[-1] in _DANGLING:
-                    words.pop()
-                return " ".join(words)
+                return _ended(start.split())
     return ""

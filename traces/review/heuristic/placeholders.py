@@ -233,10 +233,6 @@ def _pieces_named(value: str, sources: Sources, before: int, *, command: bool = 
         piece = match.group(0)
         if piece.startswith("-") or _PROGRAM_BEFORE.search(value[: match.start()]):
             return piece
-        if command and re.fullmatch(r"\d+[a-zA-Z]", piece):  # "2k" of "-size +2k"
-            shown = _NUMBER.sub(lambda m: _number_named(m, sources, []), f" {piece}")[1:]
-            if shown != piece:
-                return shown
         origin = sources.origin(piece, before)
         if origin == CONSTANT:
             return piece
@@ -250,11 +246,11 @@ def _pieces_named(value: str, sources: Sources, before: int, *, command: bool = 
         # a subcommand) is the same next time.
         return f"<{kind} of the case>" if path or re.search(r"\d", piece) else piece
 
+    if command:  # an option's number first ("+2k" is no piece then); a WebShop option is none
+        value = _NUMBER.sub(lambda m: _number_named(m, sources, quoted), value)
+        quoted = [m.span() for m in _SINGLE_QUOTED.finditer(value)]
     value = _PIECE.sub(named, value)
     value = _GLOB.sub(lambda m: _glob_named(m.group(0), sources), value)
-    if command:  # an option's number; a WebShop option ("3 pack") is no command's
-        quoted_now = list(_SINGLE_QUOTED.finditer(value))
-        value = _NUMBER.sub(lambda m: _number_named(m, sources, quoted_now), value)
     return _QUOTED_REQUEST.sub(lambda m: _quoted_named(m, sources), value)
 
 
@@ -262,13 +258,13 @@ def _pieces_named(value: str, sources: Sources, before: int, *, command: bool = 
 _NUMBER = re.compile(r"(?<=\s)([+-]?)(\d+)([a-zA-Z]?)(?=$|[\s;|)])")
 
 
-def _number_named(match: re.Match[str], sources: Sources, quoted: list[re.Match[str]]) -> str:
+def _number_named(match: re.Match[str], sources: Sources, quoted: list[tuple[int, int]]) -> str:
     """A number the request holds ("more than 7 days", "top 3") is the request's, `-mtime
     +<value from the request>`: served as it was, another case's filter was copied ("find …
     -mtime +7" for "modified in the last 60 days"). 0 and 1 stay: they are the syntax of many
     commands (`-maxdepth 1`, `head -n 1`), and so does a number inside a quoted script."""
     sign, number, unit = match.groups()
-    if number in ("0", "1") or any(q.start() < match.start() < q.end() for q in quoted):
+    if number in ("0", "1") or any(start < match.start() < end for start, end in quoted):
         return match.group(0)
     if not re.search(rf"(?<![\w.]){number}(?![\d.])", sources.request):
         return match.group(0)
